@@ -1,0 +1,25 @@
+// What route handlers may use. Built once in app.ts (the composition root) and handed to every route module.
+
+import type {Config} from "../config/config.ts";
+import type {Engine} from "../engine/engine.ts";
+import type {Logger} from "../observability/log.ts";
+import type {GenerationPipeline} from "../pipeline/generate.ts";
+import type {ChatTemplate} from "../templates/chat-template.ts";
+
+export interface ModelIdentity {
+  id: string;
+  path: string;
+  sha256: string | null;
+  source: string;
+}
+
+export interface ServerDeps {
+  config: Config;
+  engine: Engine;
+  pipeline: GenerationPipeline;
+  template: ChatTemplate | null;
+  model: ModelIdentity;
+  logger: Logger;
+  version: string;
+  startedAt: Date;
+}

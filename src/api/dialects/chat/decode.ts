@@ -1,0 +1,111 @@
+// Chat-completions body → GenerationRequest. Every refusal of a chat request is raised here.
+
+import {invalidField, invalidRequest} from "../../../core/errors.ts";
+import type {GenerationRequest} from "../../../core/generation.ts";
+import type {TemplateMessage} from "../../../templates/chat-template.ts";
+import {decodeSampling, decodeStops, notYet, resolveBudget} from "../../fields/common.ts";
+import {parseBody} from "../../fields/validate.ts";
+import {chatRequestSchema, type ChatMessageBody, type ChatRequestBody} from "./schema.ts";
+
+export interface DecodedChat {
+  body: ChatRequestBody;
+  request: GenerationRequest;
+  stream: boolean;
+  includeUsage: boolean;
+}
+
+export interface ChatDecodeContext {
+  requestId: string;
+  signal: AbortSignal;
+  maxTokensCap: number;
+}
+
+const MEDIA_PARTS: Record<string, string> = {
+  image_url: "an image",
+  input_image: "an image",
+  input_audio: "audio",
+  file: "a file",
+};
+
+function flattenContent(m: ChatMessageBody, i: number): string {
+  const c = m.content;
+  if (c === undefined || c === null) {
+    if (m.role === "assistant") return "";
+    throw invalidField(`messages[${i}].content`, `is required for a ${m.role} message`);
+  }
+  if (typeof c === "string") return c;
+  return c.map((part, j) => {
+    if (part.type === "text" && typeof (part as {text?: unknown}).text === "string") return (part as {text: string}).text;
+    if (part.type === "refusal" && m.role === "assistant") return String((part as {refusal?: unknown}).refusal ?? "");
+    const what = MEDIA_PARTS[part.type];
+    if (what) throw invalidField(`messages[${i}].content[${j}]`, `${what} was sent but this server has no vision or audio tower loaded; send text only`);
+    throw invalidField(`messages[${i}].content[${j}].type`, `"${part.type}" is not a content part type this server reads (use "text")`);
+  }).join("");
+}
+
+function toTemplateMessages(messages: ChatMessageBody[]): TemplateMessage[] {
+  return messages.map((m, i) => {
+    const out: TemplateMessage = {role: m.role, content: flattenContent(m, i)};
+    if (m.name !== undefined) out.name = m.name;
+    if (m.role === "assistant" && m.tool_calls && m.tool_calls.length > 0) {
+      out.tool_calls = m.tool_calls.map((tc, j) => ({id: tc.id ?? `call_${i}_${j}`, type: "function", function: tc.function}));
+    }
+    if (m.role === "tool") {
+      if (m.tool_call_id === undefined) throw invalidField(`messages[${i}].tool_call_id`, "is required for a tool message");
+      out.tool_call_id = m.tool_call_id;
+    }
+    if (m.role === "assistant" && m.reasoning_content) out.reasoning_content = m.reasoning_content;
+    return out;
+  });
+}
+
+export function decodeChat(raw: unknown, ctx: ChatDecodeContext): DecodedChat {
+  const body = parseBody(chatRequestSchema, raw);
+  if (body.n != null && body.n > 1) throw invalidField("n", "only one choice per request is supported (n = 1)");
+  if (body.logprobs || body.top_logprobs != null) notYet(body.logprobs ? "logprobs" : "top_logprobs", "log probabilities on the chat route");
+  const format = body.response_format?.type;
+  if (format !== undefined && format !== "text") notYet("response_format", `response_format of type "${format}"`);
+  if (body.tools && body.tools.length > 0) notYet("tools", "tool calling");
+  if (body.guard !== undefined && body.guard !== null && body.guard !== false) notYet("guard", "the streaming guard");
+
+  const continueFinal = body.continue_final_message ?? false;
+  const addGenerationPrompt = body.add_generation_prompt ?? !continueFinal;
+  if (continueFinal && addGenerationPrompt) {
+    throw invalidRequest("continue_final_message continues the last assistant message, so add_generation_prompt must be false with it", "add_generation_prompt");
+  }
+  const last = body.messages[body.messages.length - 1]!;
+  if (continueFinal && last.role !== "assistant") {
+    throw invalidField("continue_final_message", `needs the last message to be from the assistant (it is "${last.role}")`);
+  }
+
+  const kwargs = body.chat_template_kwargs ?? undefined;
+  let enableThinking: boolean | undefined;
+  if (kwargs && "enable_thinking" in kwargs) {
+    if (typeof kwargs.enable_thinking !== "boolean") throw invalidField("chat_template_kwargs.enable_thinking", "must be a boolean");
+    enableThinking = kwargs.enable_thinking;
+  }
+  if (body.reasoning_effort === "none") {
+    if (enableThinking === true) throw invalidRequest("reasoning_effort \"none\" turns thinking off but chat_template_kwargs.enable_thinking is true", "reasoning_effort");
+    enableThinking = false;
+  }
+
+  const stream = body.stream ?? false;
+  const request: GenerationRequest = {
+    requestId: ctx.requestId,
+    prompt: {
+      kind: "chat",
+      messages: toTemplateMessages(body.messages),
+      addGenerationPrompt,
+      continueFinalMessage: continueFinal,
+      enableThinking,
+      templateKwargs: kwargs,
+    },
+    maxTokens: resolveBudget(body, ctx.maxTokensCap, "refuse"),
+    sampling: decodeSampling(body),
+    stop: decodeStops(body.stop),
+    stopTokenIds: body.stop_token_ids ?? [],
+    wantProgress: stream && (body.return_progress ?? false),
+    signal: ctx.signal,
+  };
+  return {body, request, stream, includeUsage: stream && (body.stream_options?.include_usage ?? false)};
+}

@@ -1,0 +1,84 @@
+// GenerationEvents → chat-completions bodies and stream chunks. Shapes are checked against the official
+// SDK's types; the stream follows what `client.chat.completions.stream()` demands: the role in the first
+// delta, a finish_reason in the last choice chunk, the usage chunk (choices: []) only when asked, then [DONE].
+
+import type {ChatCompletion, ChatCompletionChunk} from "openai/resources/chat/completions";
+import type {ApiError} from "../../../core/errors.ts";
+import type {GenerationEvent, PromptProgress, Timings, UsageCounts} from "../../../core/generation.ts";
+import {openAiErrorBody} from "../../error-body.ts";
+import type {StreamEncoder} from "../../serve-generation.ts";
+
+export interface ChatIdentity {
+  id: string;
+  created: number;
+  model: string;
+}
+
+type Usage = NonNullable<ChatCompletion["usage"]>;
+type Done = Extract<GenerationEvent, {type: "done"}>;
+
+export function chatUsage(u: UsageCounts): Usage {
+  return {
+    prompt_tokens: u.promptTokens,
+    completion_tokens: u.completionTokens,
+    total_tokens: u.promptTokens + u.completionTokens,
+    prompt_tokens_details: {cached_tokens: u.cachedTokens},
+    completion_tokens_details: {reasoning_tokens: u.reasoningTokens},
+  };
+}
+
+export function chatCompletionBody(who: ChatIdentity, events: GenerationEvent[]): ChatCompletion & {timings: Timings} {
+  let content = "";
+  let done: Done | undefined;
+  for (const ev of events) {
+    if (ev.type === "text") content += ev.text;
+    else if (ev.type === "done") done = ev;
+  }
+  if (!done) throw new Error("generation ended without a done event");
+  return {
+    id: who.id,
+    object: "chat.completion",
+    created: who.created,
+    model: who.model,
+    choices: [{index: 0, message: {role: "assistant", content, refusal: null}, logprobs: null, finish_reason: done.finishReason}],
+    usage: chatUsage(done.usage),
+    timings: done.timings,
+  };
+}
+
+type Chunk = ChatCompletionChunk & {timings?: Timings; prompt_progress?: PromptProgress};
+
+export function chatStreamEncoder(who: ChatIdentity, includeUsage: boolean): StreamEncoder {
+  let roleSent = false;
+  const chunk = (choices: ChatCompletionChunk["choices"], extra: Partial<Chunk> = {}): Chunk => ({
+    id: who.id,
+    object: "chat.completion.chunk",
+    created: who.created,
+    model: who.model,
+    choices,
+    ...(includeUsage ? {usage: null} : {}),
+    ...extra,
+  });
+  const roleFrame = () => {
+    if (roleSent) return [];
+    roleSent = true;
+    return [{data: chunk([{index: 0, delta: {role: "assistant", content: "", refusal: null}, logprobs: null, finish_reason: null}])}];
+  };
+  return {
+    frames(ev) {
+      switch (ev.type) {
+        case "progress":
+          return [{data: chunk([], {prompt_progress: ev.progress})}];
+        case "text":
+          return [...roleFrame(), {data: chunk([{index: 0, delta: {content: ev.text}, logprobs: null, finish_reason: null}])}];
+        case "done": {
+          const frames = [...roleFrame(), {data: chunk([{index: 0, delta: {}, logprobs: null, finish_reason: ev.finishReason}], {timings: ev.timings})}];
+          if (includeUsage) frames.push({data: chunk([], {usage: chatUsage(ev.usage), timings: ev.timings})});
+          return frames;
+        }
+      }
+    },
+    terminator: "[DONE]",
+    errorFrame: (err: ApiError) => openAiErrorBody(err),
+  };
+}

@@ -1,0 +1,26 @@
+// POST /v1/chat/completions (also without the /v1 prefix, as llama.cpp's server and many clients use it).
+
+import {randomBytes} from "node:crypto";
+import type {FastifyInstance} from "fastify";
+import type {ServerDeps} from "../../deps.ts";
+import {hangUpSignal, serveGeneration} from "../../serve-generation.ts";
+import {decodeChat} from "./decode.ts";
+import {chatCompletionBody, chatStreamEncoder} from "./encode.ts";
+
+export function registerChatRoutes(app: FastifyInstance, deps: ServerDeps): void {
+  const handler = async (req: import("fastify").FastifyRequest, reply: import("fastify").FastifyReply) => {
+    const id = `chatcmpl-${randomBytes(12).toString("hex")}`;
+    const abort = hangUpSignal(req, reply);
+    const decoded = decodeChat(req.body, {requestId: id, signal: abort.signal, maxTokensCap: deps.config.maxTokensCap});
+    const who = {id, created: Math.floor(Date.now() / 1000), model: deps.model.id};
+    await serveGeneration(deps, req, reply, {
+      route: "chat",
+      stream: decoded.stream,
+      genRequest: decoded.request,
+      collect: (events) => chatCompletionBody(who, events),
+      encoder: () => chatStreamEncoder(who, decoded.includeUsage),
+    });
+  };
+  app.post("/v1/chat/completions", handler);
+  app.post("/chat/completions", handler);
+}

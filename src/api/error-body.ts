@@ -1,0 +1,32 @@
+// The OpenAI-style error shape, built in exactly one place. (The Messages-style route will map the same
+// ApiError to Anthropic's shape in its own dialect.)
+
+import {ApiError} from "../core/errors.ts";
+
+export interface OpenAiErrorBody {
+  error: {message: string; type: string; param: string | null; code: string | null};
+}
+
+export function openAiErrorBody(err: ApiError): OpenAiErrorBody {
+  return {error: {message: err.message, type: err.type, param: err.param, code: err.code}};
+}
+
+/** Turns whatever was thrown into an ApiError; unknown failures become 500 with their message. */
+export function toApiError(err: unknown): ApiError {
+  if (err instanceof ApiError) return err;
+  const e = err as {statusCode?: number; code?: string; message?: string};
+  switch (e?.code) {
+    case "FST_ERR_CTP_BODY_TOO_LARGE":
+      return new ApiError("payload_too_large", "the request body is larger than SVC_BODY_LIMIT_MB allows");
+    case "FST_ERR_CTP_EMPTY_JSON_BODY":
+      return new ApiError("invalid_request", "the request body is empty; send a JSON object");
+    case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
+      return new ApiError("unsupported_media", "send the body as JSON (Content-Type: application/json)");
+    case "FST_ERR_CTP_INVALID_CONTENT_LENGTH":
+      return new ApiError("invalid_request", "the Content-Length header does not match the body");
+  }
+  if (typeof e?.statusCode === "number" && e.statusCode >= 400 && e.statusCode < 500) {
+    return new ApiError("invalid_request", e.message ?? "bad request");
+  }
+  return new ApiError("server_error", `internal error: ${e?.message ?? String(err)}`);
+}

@@ -1,0 +1,106 @@
+// Serving one generation over HTTP, shared by the dialects: the client hang-up becomes an abort signal;
+// the region is waited for before any byte is sent (so 400/503 are real statuses); then either the events
+// are collected into one body or streamed as SSE. The dialect supplies only the encoding.
+
+import type {FastifyReply, FastifyRequest} from "fastify";
+import {ApiError} from "../core/errors.ts";
+import type {GenerationEvent, GenerationRequest, Timings} from "../core/generation.ts";
+import type {GenerationRun} from "../pipeline/generate.ts";
+import {logRequest} from "../observability/request-log.ts";
+import type {ServerDeps} from "./deps.ts";
+import {toApiError} from "./error-body.ts";
+import {sendError} from "./server.ts";
+import {SseStream} from "./sse.ts";
+
+/** An AbortController that fires when the client goes away before the response is finished. */
+export function hangUpSignal(req: FastifyRequest, reply: FastifyReply): AbortController {
+  const ac = new AbortController();
+  const onClose = () => {
+    if (!reply.raw.writableFinished) ac.abort();
+  };
+  reply.raw.on("close", onClose);
+  req.raw.on("aborted", () => ac.abort());
+  return ac;
+}
+
+export interface StreamEncoder {
+  /** SSE frames for one event (may be none). */
+  frames(event: GenerationEvent): {data: unknown; event?: string}[];
+  /** The frame after the last event, e.g. chat's `[DONE]`. */
+  terminator?: string;
+  errorFrame(err: ApiError): unknown;
+}
+
+export interface ServeOptions<Body> {
+  route: string;
+  stream: boolean;
+  genRequest: GenerationRequest;
+  /** Folds the events of a non-streamed request into its body. */
+  collect(events: GenerationEvent[]): Body;
+  encoder: () => StreamEncoder;
+}
+
+export async function serveGeneration<Body>(deps: ServerDeps, req: FastifyRequest, reply: FastifyReply, opts: ServeOptions<Body>): Promise<void> {
+  const t0 = performance.now();
+  const {genRequest} = opts;
+  let run: GenerationRun | null = null;
+  let timings: Timings | null = null;
+  let status = 200;
+  let error: string | undefined;
+  try {
+    run = await deps.pipeline.start(genRequest);
+    if (!opts.stream) {
+      const events: GenerationEvent[] = [];
+      for await (const ev of run) {
+        events.push(ev);
+        if (ev.type === "done") timings = ev.timings;
+      }
+      reply.send(opts.collect(events));
+      return;
+    }
+    reply.hijack();
+    const sse = new SseStream(reply.raw, deps.config.keepalive * 1000);
+    const enc = opts.encoder();
+    try {
+      for await (const ev of run) {
+        if (ev.type === "done") timings = ev.timings;
+        for (const f of enc.frames(ev)) sse.send(f.data, f.event);
+      }
+      if (enc.terminator) sse.send(enc.terminator);
+    } catch (err) {
+      const apiErr = toApiError(err);
+      status = apiErr.status;
+      error = apiErr.message;
+      if (apiErr.kind !== "client_closed") {
+        if (apiErr.status >= 500) deps.logger.error("stream failed", {id: genRequest.requestId, error: (err as Error)?.stack ?? String(err)});
+        sse.send(enc.errorFrame(apiErr));
+      }
+    } finally {
+      sse.end();
+    }
+  } catch (err) {
+    const apiErr = toApiError(err);
+    status = apiErr.status;
+    error = apiErr.message;
+    if (apiErr.status >= 500 && apiErr.kind !== "engine_busy") deps.logger.error("request failed", {id: genRequest.requestId, error: (err as Error)?.stack ?? String(err)});
+    sendError(reply, apiErr);
+  } finally {
+    run?.close();
+    const st = deps.engine.status();
+    logRequest(deps.logger, {
+      requestId: genRequest.requestId,
+      route: opts.route,
+      status,
+      stream: opts.stream,
+      promptTokens: run?.promptTokens.length ?? 0,
+      timings,
+      finish: run?.summary.finishReason ?? "error",
+      regionId: run?.summary.regionId ?? null,
+      busyRegions: st.regions.filter((r) => r.state === "busy").length,
+      totalRegions: st.regions.length,
+      totalMs: performance.now() - t0,
+      error,
+    });
+  }
+}
+

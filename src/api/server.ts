@@ -1,0 +1,70 @@
+// The HTTP server: body parsing (JSON only, valid UTF-8, size-limited), the auth hook, one error mapping
+// for every route, and 404 for unknown routes. Routes are registered by app.ts.
+
+import Fastify, {type FastifyInstance, type FastifyReply, type FastifyRequest} from "fastify";
+import {ApiError} from "../core/errors.ts";
+import type {Logger} from "../observability/log.ts";
+import {isOpenRoute, makeKeyCheck} from "./auth.ts";
+import {openAiErrorBody, toApiError} from "./error-body.ts";
+
+export interface ServerOptions {
+  bodyLimitBytes: number;
+  apiKey?: string;
+  logger: Logger;
+}
+
+const utf8 = new TextDecoder("utf-8", {fatal: true});
+
+function parseJsonBody(_req: FastifyRequest, body: Buffer, done: (err: Error | null, value?: unknown) => void): void {
+  if (body.length === 0) return done(null, undefined);
+  let text: string;
+  try {
+    text = utf8.decode(body);
+  } catch {
+    return done(new ApiError("invalid_request", "the request body is not valid UTF-8"));
+  }
+  try {
+    done(null, JSON.parse(text));
+  } catch (err) {
+    done(new ApiError("invalid_request", `the request body is not valid JSON: ${(err as Error).message}`));
+  }
+}
+
+export function sendError(reply: FastifyReply, err: ApiError): void {
+  if (reply.sent || reply.raw.headersSent) return;
+  reply.status(err.status).headers(err.headers).send(openAiErrorBody(err));
+}
+
+export function buildServer(opts: ServerOptions): FastifyInstance {
+  const app = Fastify({
+    logger: false,
+    bodyLimit: opts.bodyLimitBytes,
+    return503OnClosing: true,
+  });
+
+  app.removeAllContentTypeParsers();
+  // Any content type is read as JSON: curl without -H still works, and anything that is not JSON gets a clear 400.
+  app.addContentTypeParser("*", {parseAs: "buffer"}, parseJsonBody);
+
+  if (opts.apiKey) {
+    const check = makeKeyCheck(opts.apiKey);
+    app.addHook("onRequest", async (req) => {
+      if (!isOpenRoute(req.method, req.url)) check(req.headers);
+    });
+  }
+
+  app.setErrorHandler((err, req, reply) => {
+    const apiErr = toApiError(err);
+    if (apiErr.status >= 500 && apiErr.kind !== "engine_busy") {
+      opts.logger.error("request failed", {method: req.method, url: req.url, error: (err as Error)?.stack ?? String(err)});
+    }
+    sendError(reply, apiErr);
+  });
+
+  app.setNotFoundHandler((req, reply) => {
+    const path = req.url.split("?")[0];
+    sendError(reply, new ApiError("not_found", `no route ${req.method} ${path} on this server; see GET /health for what it serves`));
+  });
+
+  return app;
+}

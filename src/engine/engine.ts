@@ -1,0 +1,90 @@
+// What the pipeline may ask of the engine: tokens in, tokens out, on a leased region. The engine never
+// sees messages, JSON bodies or HTTP.
+
+import type {SamplingParams} from "../core/generation.ts";
+
+export interface EngineInfo {
+  /** Front-end-independent engine identity, e.g. "node-llama-cpp 3.22.1 (llama.cpp v0.5.0)". */
+  version: string;
+  architecture: string;
+  modelPath: string;
+  /** Positions per region, as the context really allocated them. */
+  contextSize: number;
+  trainContextSize: number;
+  regions: number;
+  promptPiece: number;
+  threads: number;
+  vocabSize: number;
+  bosToken: number | null;
+  eosToken: number | null;
+  /** Whether a BOS must be prepended to a rendered prompt that does not start with it. */
+  prependBos: boolean;
+  /** Every token id that ends a reply (end-of-generation tokens of the vocabulary). */
+  eogTokenIds: number[];
+  bosText: string;
+  eosText: string;
+  chatTemplate: string | null;
+}
+
+/** Filled in by a decode as it runs; read by the pipeline for timings and usage. */
+export interface DecodeStats {
+  promptTokens: number;
+  /** Prompt tokens taken from the region's existing state instead of evaluated. */
+  cachedTokens: number;
+  promptMs: number;
+  predictedTokens: number;
+  predictedMs: number;
+}
+
+export interface DecodeJob {
+  prompt: number[];
+  sampling: SamplingParams;
+  /** Already fitted to the region: prompt.length + maxTokens <= contextSize. */
+  maxTokens: number;
+  stopTokenIds: ReadonlySet<number>;
+  signal: AbortSignal;
+}
+
+export type DecodeEnd = {reason: "stop_token"; token: number} | {reason: "length"} | {reason: "cancelled"};
+
+/** Prompt progress (first at the cached count, last at the full prompt) and generated tokens (never the stop token). */
+export type DecodeItem = {kind: "progress"; processed: number; elapsedMs: number} | {kind: "token"; token: number};
+
+/** Its return value says why it ended. */
+export type DecodeRun = AsyncGenerator<DecodeItem, DecodeEnd, void>;
+
+export interface RegionLease {
+  readonly regionId: number;
+  readonly stats: DecodeStats;
+  decode(job: DecodeJob): DecodeRun;
+  /** Frees the region. Idempotent; called on finish, error and hang-up. */
+  release(): void;
+}
+
+export interface RegionState {
+  id: number;
+  state: "free" | "busy";
+  n_ctx: number;
+  /** Tokens held in the region's KV. */
+  n_past: number;
+}
+
+export interface EngineStatus {
+  up: boolean;
+  regions: RegionState[];
+  queued: number;
+  longestWaitS: number;
+}
+
+export interface Engine {
+  readonly info: EngineInfo;
+  tokenize(text: string, opts: {special: boolean}): number[];
+  detokenize(tokens: readonly number[], opts: {special: boolean; context?: readonly number[]}): string;
+  /** The exact bytes a token stands for (byte-level BPE and SentencePiece byte tokens decoded). */
+  tokenBytes(token: number): Uint8Array;
+  isValidToken(token: number): boolean;
+  /** Waits in FIFO order for a free region. Rejects with 503 engine_busy after timeoutMs, 499 when signal aborts. */
+  acquire(opts: {signal: AbortSignal; timeoutMs: number}): Promise<RegionLease>;
+  status(): EngineStatus;
+  close(): Promise<void>;
+}

@@ -1,0 +1,41 @@
+// Every internal (undocumented) member of node-llama-cpp that svc relies on, in one file. The package is
+// pinned exactly (package.json); test/unit/llama-internals.test.ts loads the real library and checks each
+// member below still exists and behaves as assumed, so an upgrade fails loudly instead of silently.
+
+import type {LlamaContext, LlamaContextSequence} from "node-llama-cpp";
+
+export const PINNED_NODE_LLAMA_CPP = "3.22.1";
+
+/** One queued decode of the context's batcher; `items[i]` handed to a batching strategy is built from `_queuedDecodes[i]`. */
+export interface QueuedDecodeView {
+  sequenceId: number;
+  tokens: readonly number[];
+}
+
+/**
+ * `LlamaContext._queuedDecodes`: the batcher's queue, in the same order as the `items` passed to a custom
+ * prioritization strategy. BatchItem does not expose the sequence id, and we need it to order batch items
+ * by sequence id (llama.cpp merges only consecutive ids into one ubatch) and to keep prefill pieces whole.
+ */
+export function queuedDecodes(context: LlamaContext): readonly QueuedDecodeView[] {
+  const queue = (context as unknown as {_queuedDecodes?: QueuedDecodeView[]})._queuedDecodes;
+  if (!Array.isArray(queue)) throw new Error("node-llama-cpp internal LlamaContext._queuedDecodes is missing; svc needs node-llama-cpp " + PINNED_NODE_LLAMA_CPP);
+  return queue;
+}
+
+/**
+ * `LlamaContextSequence._sequenceId`: the llama.cpp sequence id behind a sequence. Regions must be ids
+ * 0..N-1 in order so that "lowest free region" means "lowest sequence id" for the batcher.
+ */
+export function sequenceIdOf(sequence: LlamaContextSequence): number {
+  const id = (sequence as unknown as {_sequenceId?: number})._sequenceId;
+  if (typeof id !== "number") throw new Error("node-llama-cpp internal LlamaContextSequence._sequenceId is missing; svc needs node-llama-cpp " + PINNED_NODE_LLAMA_CPP);
+  return id;
+}
+
+/** The list above, for the internals test. */
+export const INTERNAL_MEMBERS = [
+  "LlamaContext._queuedDecodes[].sequenceId",
+  "LlamaContext._queuedDecodes[].tokens",
+  "LlamaContextSequence._sequenceId",
+] as const;

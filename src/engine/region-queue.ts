@@ -1,0 +1,102 @@
+// Region leases and the wait queue. Active requests always take the lowest free region id so they stay
+// on low, contiguous ids: llama.cpp only merges consecutive sequence ids into one compute pass.
+// Waiters are served strictly in arrival order; one that cannot start within its timeout gets 503.
+
+import {ApiError} from "../core/errors.ts";
+
+interface Waiter {
+  since: number;
+  grant: (regionId: number) => void;
+  fail: (err: ApiError) => void;
+}
+
+export class RegionQueue {
+  private readonly busy: boolean[];
+  private readonly waiters: Waiter[] = [];
+
+  constructor(regions: number, private readonly now: () => number = () => performance.now()) {
+    this.busy = new Array<boolean>(regions).fill(false);
+  }
+
+  get size(): number {
+    return this.busy.length;
+  }
+
+  isBusy(id: number): boolean {
+    return this.busy[id] === true;
+  }
+
+  get queued(): number {
+    return this.waiters.length;
+  }
+
+  longestWaitS(): number {
+    const first = this.waiters[0];
+    return first ? (this.now() - first.since) / 1000 : 0;
+  }
+
+  acquire(opts: {signal: AbortSignal; timeoutMs: number}): Promise<number> {
+    if (opts.signal.aborted) return Promise.reject(clientLeft());
+    if (this.waiters.length === 0) {
+      const id = this.lowestFree();
+      if (id !== null) {
+        this.busy[id] = true;
+        return Promise.resolve(id);
+      }
+    }
+    return new Promise<number>((resolve, reject) => {
+      const cleanup = () => {
+        clearTimeout(timer);
+        opts.signal.removeEventListener("abort", onAbort);
+        const i = this.waiters.indexOf(waiter);
+        if (i >= 0) this.waiters.splice(i, 1);
+      };
+      const waiter: Waiter = {
+        since: this.now(),
+        grant: (id) => {
+          cleanup();
+          resolve(id);
+        },
+        fail: (err) => {
+          cleanup();
+          reject(err);
+        },
+      };
+      const timer = setTimeout(() => waiter.fail(busyError(opts.timeoutMs)), opts.timeoutMs);
+      const onAbort = () => waiter.fail(clientLeft());
+      opts.signal.addEventListener("abort", onAbort, {once: true});
+      this.waiters.push(waiter);
+    });
+  }
+
+  release(id: number): void {
+    if (!this.busy[id]) return;
+    this.busy[id] = false;
+    const next = this.waiters[0];
+    if (next) {
+      this.busy[id] = true;
+      // Grant the lowest free id, which may be lower than the one just released.
+      const lowest = this.lowestFree();
+      if (lowest !== null && lowest < id) {
+        this.busy[id] = false;
+        this.busy[lowest] = true;
+        next.grant(lowest);
+      } else next.grant(id);
+    }
+  }
+
+  private lowestFree(): number | null {
+    const i = this.busy.indexOf(false);
+    return i < 0 ? null : i;
+  }
+}
+
+function busyError(timeoutMs: number): ApiError {
+  const seconds = Math.max(1, Math.ceil(timeoutMs / 1000));
+  return new ApiError("engine_busy", `all regions are busy and the request could not start within SVC_QUEUE_TIMEOUT (${seconds} s); retry later`,
+    {headers: {"Retry-After": String(seconds)}});
+}
+
+function clientLeft(): ApiError {
+  return new ApiError("client_closed", "the client closed the connection while the request waited for a region");
+}

@@ -1,0 +1,53 @@
+// Entry point: read the settings, fetch the model if needed, load it, listen, and shut down cleanly.
+
+import {createApp} from "./app.ts";
+import {ConfigError, loadConfig} from "./config/config.ts";
+import {ModelSourceError} from "./models/resolve.ts";
+import {createLogger} from "./observability/log.ts";
+
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      for (const p of err.problems) process.stderr.write(`svc: bad setting ${p}\n`);
+      process.stderr.write("svc: not started; fix the settings above (README.md lists every setting)\n");
+      process.exit(2);
+    }
+    throw err;
+  }
+  const logger = createLogger(config.logLevel);
+  let app;
+  try {
+    app = await createApp(config, logger);
+  } catch (err) {
+    if (err instanceof ModelSourceError) {
+      logger.error(`no model: ${err.message}`);
+      process.exit(3);
+    }
+    logger.error(`could not start: ${(err as Error).message}`);
+    process.exit(1);
+  }
+  const address = await app.server.listen({host: config.host, port: config.port}).catch((err: Error) => {
+    logger.error(`could not listen on ${config.host}:${config.port}: ${err.message}`);
+    process.exit(1);
+  });
+  const info = app.deps.engine.info;
+  logger.info(`listening on ${address}`, {model: config.modelId, regions: info.regions, ctx: info.contextSize, threads: info.threads, auth: config.apiKey ? "key" : "off"});
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info("shutting down", {signal});
+    const force = setTimeout(() => process.exit(0), 5000);
+    force.unref();
+    await app.close().catch((err: Error) => logger.error("shutdown failed", {error: err.message}));
+    process.exit(0);
+  };
+  process.on("SIGINT", () => void stop("SIGINT"));
+  process.on("SIGTERM", () => void stop("SIGTERM"));
+}
+
+void main();

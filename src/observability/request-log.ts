@@ -1,0 +1,50 @@
+// The per-request log line: one line when a generation request ends, with what an operator needs to see
+// at a glance: status, the cached share of the prompt, how many prompt tokens were new (and the prefill
+// rate once enough were processed to mean something), decode speed, region and pool occupancy.
+
+import type {Timings} from "../core/generation.ts";
+import type {Logger} from "./log.ts";
+
+/** Below this many processed prompt tokens the prefill rate is noise; only the count is printed. */
+export const PREFILL_RATE_FLOOR = 2048;
+
+export interface RequestRecord {
+  requestId: string;
+  route: string;
+  status: number;
+  stream: boolean;
+  promptTokens: number;
+  timings: Timings | null;
+  finish: string;
+  regionId: number | null;
+  busyRegions: number;
+  totalRegions: number;
+  totalMs: number;
+  error?: string;
+}
+
+export function requestLogFields(r: RequestRecord): Record<string, unknown> {
+  const f: Record<string, unknown> = {id: r.requestId, route: r.route, status: r.status, stream: r.stream, finish: r.finish};
+  if (r.timings) {
+    const t = r.timings;
+    const share = r.promptTokens > 0 ? Math.round((100 * t.cache_n) / r.promptTokens) : 0;
+    f.prompt = r.promptTokens;
+    f.cached = `${share}%`;
+    f.new = t.prompt_n;
+    if (t.prompt_n >= PREFILL_RATE_FLOOR) f.prefill_tps = Math.round(t.prompt_per_second);
+    f.gen = t.predicted_n;
+    if (t.predicted_n > 1) f.decode_tps = Math.round(t.predicted_per_second * 10) / 10;
+    f.ttft_ms = Math.round(t.prompt_ms);
+  }
+  if (r.regionId !== null) f.region = r.regionId;
+  f.pool = `${r.busyRegions}/${r.totalRegions}`;
+  f.ms = Math.round(r.totalMs);
+  if (r.error) f.error = r.error;
+  return f;
+}
+
+export function logRequest(logger: Logger, r: RequestRecord): void {
+  const fields = requestLogFields(r);
+  if (r.status >= 500) logger.error("request", fields);
+  else logger.info("request", fields);
+}

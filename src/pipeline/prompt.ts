@@ -1,0 +1,55 @@
+// From a PromptSpec to prompt tokens. Chat prompts are rendered through the model's own template; the
+// template's text is tokenized with special markers parsed, the client's message text without, so a user
+// who types "<|im_end|>" cannot forge a turn. Raw completions are tokenized exactly as sent, markers
+// included (that is what the raw route promises).
+
+import {invalidField, invalidRequest} from "../core/errors.ts";
+import type {PromptSpec} from "../core/generation.ts";
+import type {Engine} from "../engine/engine.ts";
+import {TemplateRenderError, type ChatTemplate} from "../templates/chat-template.ts";
+
+export interface BuiltPrompt {
+  tokens: number[];
+  /** The rendered text, for logs and debugging. */
+  text: string | null;
+}
+
+export function buildPrompt(spec: PromptSpec, engine: Engine, template: ChatTemplate | null): BuiltPrompt {
+  switch (spec.kind) {
+    case "tokens": {
+      spec.tokens.forEach((t, i) => {
+        if (!engine.isValidToken(t)) throw invalidField(`prompt[${i}]`, `token id ${t} is not in the vocabulary (0 to ${engine.info.vocabSize - 1})`);
+      });
+      return {tokens: [...spec.tokens], text: null};
+    }
+    case "text":
+      return {tokens: withBos(engine, engine.tokenize(spec.text, {special: true})), text: spec.text};
+    case "chat": {
+      if (!template) throw invalidRequest("this model has no chat template; use /v1/completions with a raw prompt");
+      let rendered;
+      try {
+        rendered = template.render(spec.messages, {
+          addGenerationPrompt: spec.addGenerationPrompt,
+          continueFinalMessage: spec.continueFinalMessage,
+          enableThinking: spec.enableThinking,
+          kwargs: spec.templateKwargs,
+          tools: spec.tools,
+        });
+      } catch (err) {
+        if (err instanceof TemplateRenderError) throw invalidRequest(`the model's chat template refused the conversation: ${err.message}`, "messages");
+        throw err;
+      }
+      const tokens: number[] = [];
+      for (const seg of rendered.segments) {
+        if (seg.text.length > 0) tokens.push(...engine.tokenize(seg.text, {special: !seg.fromClient}));
+      }
+      return {tokens: withBos(engine, tokens), text: rendered.text};
+    }
+  }
+}
+
+function withBos(engine: Engine, tokens: number[]): number[] {
+  const {prependBos, bosToken} = engine.info;
+  if (prependBos && bosToken !== null && tokens[0] !== bosToken) return [bosToken, ...tokens];
+  return tokens;
+}
