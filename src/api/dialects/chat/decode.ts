@@ -35,9 +35,13 @@ function flattenContent(m: ChatMessageBody, i: number): string {
   }
   if (typeof c === "string") return c;
   return c.map((part, j) => {
-    if (part.type === "text" && typeof (part as {text?: unknown}).text === "string") return (part as {text: string}).text;
+    if (part.type === "text") {
+      const text = (part as {text?: unknown}).text;
+      if (typeof text !== "string") throw invalidField(`messages[${i}].content[${j}].text`, "must be a string");
+      return text;
+    }
     if (part.type === "refusal" && m.role === "assistant") return String((part as {refusal?: unknown}).refusal ?? "");
-    const what = MEDIA_PARTS[part.type];
+    const what = Object.hasOwn(MEDIA_PARTS, part.type) ? MEDIA_PARTS[part.type] : undefined;
     if (what) throw invalidField(`messages[${i}].content[${j}]`, `${what} was sent but this server has no vision or audio tower loaded; send text only`);
     throw invalidField(`messages[${i}].content[${j}].type`, `"${part.type}" is not a content part type this server reads (use "text")`);
   }).join("");

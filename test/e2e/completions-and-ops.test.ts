@@ -1,0 +1,123 @@
+// Raw completions (text seen exactly as sent, or token ids) and the state routes, on the real model.
+
+import assert from "node:assert/strict";
+import {after, before, describe, test} from "node:test";
+import {get, post, startServer, TIMING_FIELDS, type RunningServer} from "./harness.ts";
+
+let server: RunningServer;
+
+before(async () => {
+  server = await startServer({SVC_PARALLEL: "2"});
+});
+after(async () => {
+  await server?.stop();
+});
+
+const CHATML = "<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n";
+
+describe("completions", () => {
+  test("a raw prompt with special markers is seen exactly as sent", async () => {
+    const res = await server.client.completions.create({model: "m", prompt: CHATML, max_tokens: 12, temperature: 0});
+    assert.equal(res.object, "text_completion");
+    assert.equal(res.model, "svc-nx3.8-flash-next");
+    assert.ok(res.choices[0]!.text.length > 0);
+    const tok = await post(`${server.url}/tokenize`, {content: CHATML, parse_special: true});
+    assert.equal(res.usage!.prompt_tokens, tok.body.tokens.length, "markers are single special tokens, not text");
+    const timings = (res as unknown as {timings: object}).timings;
+    assert.deepEqual(Object.keys(timings).sort(), [...TIMING_FIELDS].sort());
+  });
+
+  test("token ids give the same greedy reply as the text they stand for", async () => {
+    const tokens = (await post(`${server.url}/tokenize`, {content: CHATML})).body.tokens as number[];
+    const byText = await server.client.completions.create({model: "m", prompt: CHATML, max_tokens: 16, temperature: 0});
+    const byIds = await server.client.completions.create({model: "m", prompt: tokens, max_tokens: 16, temperature: 0});
+    assert.equal(byIds.choices[0]!.text, byText.choices[0]!.text);
+    assert.equal(byIds.usage!.prompt_tokens, tokens.length);
+  });
+
+  test("streamed completion equals the non-streamed one and reports usage when asked", async () => {
+    const params = {model: "m", prompt: CHATML, max_tokens: 16, temperature: 0};
+    const plain = await server.client.completions.create(params);
+    const stream = await server.client.completions.create({...params, stream: true, stream_options: {include_usage: true}});
+    let text = "";
+    let finish: string | null = null;
+    let usage: unknown = null;
+    for await (const chunk of stream) {
+      if (chunk.choices[0]) {
+        text += chunk.choices[0].text;
+        finish = chunk.choices[0].finish_reason ?? finish;
+      }
+      if (chunk.usage) usage = chunk.usage;
+    }
+    assert.equal(text, plain.choices[0]!.text);
+    assert.equal(finish, plain.choices[0]!.finish_reason);
+    assert.deepEqual(usage, plain.usage);
+  });
+
+  test("stop strings work on raw completions", async () => {
+    const free = await server.client.completions.create({model: "m", prompt: CHATML, max_tokens: 16, temperature: 0});
+    const text = free.choices[0]!.text;
+    const word = text.trim().split(/\s+/)[1]!;
+    const res = await server.client.completions.create({model: "m", prompt: CHATML, max_tokens: 16, temperature: 0, stop: [word]});
+    assert.equal(res.choices[0]!.text, text.slice(0, text.indexOf(word)));
+    assert.equal(res.choices[0]!.finish_reason, "stop");
+  });
+});
+
+describe("state routes", () => {
+  test("GET /v1/models lists the one model, readable by the SDK", async () => {
+    const page = await server.client.models.list();
+    assert.deepEqual(page.data.map((m) => m.id), ["svc-nx3.8-flash-next"]);
+    const raw = (await get(`${server.url}/v1/models`)).body;
+    assert.equal(raw.object, "list");
+    assert.equal(raw.data[0].type, "model", "carries the Messages-style model fields too");
+    assert.match(raw.data[0].created_at, /^\d{4}-\d\d-\d\dT/);
+  });
+
+  test("GET /health reports the build, budget fields, template, stop ids and queue", async () => {
+    const h = (await get(`${server.url}/health`)).body;
+    assert.equal(h.status, "ok");
+    assert.match(h.version.engine, /node-llama-cpp 3\.22\.1/);
+    assert.deepEqual(h.token_budget_aliases, ["max_tokens", "max_completion_tokens", "max_output_tokens"]);
+    assert.equal(h.max_tokens_cap, 65536);
+    assert.equal(h.chat_template.check, "ok");
+    assert.equal(h.chat_template.path, "gguf:tokenizer.chat_template");
+    assert.match(h.chat_template.sha256, /^[0-9a-f]{64}$/);
+    assert.ok(h.stop_ids.includes(2), "<|im_end|> (id 2) ends a reply");
+    assert.equal(h.queued, 0);
+    assert.equal(h.longest_wait_s, 0);
+    assert.equal(h.model.sha256, "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53");
+  });
+
+  test("GET /props and GET /slots describe the regions", async () => {
+    const props = (await get(`${server.url}/props`)).body;
+    assert.equal(props.total_slots, 2);
+    assert.equal(props.default_generation_settings.n_ctx, 2048);
+    assert.equal(props.default_generation_settings.params.n_predict, -1);
+    assert.equal(props.modalities.vision, false);
+    assert.match(props.chat_template, /im_start/);
+    assert.match(props.build_info, /svc/);
+    const slots = (await get(`${server.url}/slots`)).body;
+    assert.deepEqual(slots.map((s: {id: number; n_ctx: number}) => [s.id, s.n_ctx]), [[0, 2048], [1, 2048]]);
+  });
+
+  test("POST /tokenize and /detokenize round-trip, with pieces and special handling", async () => {
+    const text = "Hello <|im_end|> café";
+    const special = (await post(`${server.url}/tokenize`, {content: text})).body.tokens as number[];
+    const plain = (await post(`${server.url}/tokenize`, {content: text, parse_special: false})).body.tokens as number[];
+    assert.ok(special.includes(2) && !plain.includes(2), "parse_special decides whether the marker is one token");
+    const back = (await post(`${server.url}/detokenize`, {tokens: special})).body.content;
+    assert.equal(back, text);
+    const pieces = (await post(`${server.url}/tokenize`, {content: "café", with_pieces: true})).body.tokens as {id: number; piece: string | number[]}[];
+    const bytes = pieces.flatMap((p) => (typeof p.piece === "string" ? [...Buffer.from(p.piece, "utf8")] : p.piece));
+    assert.deepEqual(bytes, [...Buffer.from("café", "utf8")], "pieces carry the exact bytes");
+    const withBos = (await post(`${server.url}/tokenize`, {content: "Hi", add_special: true})).body.tokens;
+    assert.deepEqual(withBos, (await post(`${server.url}/tokenize`, {content: "Hi"})).body.tokens, "this model adds no BOS");
+  });
+
+  test("/detokenize refuses ids outside the vocabulary", async () => {
+    const res = await post(`${server.url}/detokenize`, {tokens: [1, 999999]});
+    assert.equal(res.status, 400);
+    assert.match(res.body.error.message, /^tokens\[1\]: token id 999999 is not in the vocabulary/);
+  });
+});

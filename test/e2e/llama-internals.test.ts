@@ -1,0 +1,73 @@
+// The node-llama-cpp internals svc relies on (src/engine/llama/internals.ts), checked against the real
+// library and model, so an upgrade that changes them fails here instead of silently mis-batching.
+
+import assert from "node:assert/strict";
+import {availableParallelism, homedir} from "node:os";
+import {join} from "node:path";
+import {after, before, describe, test} from "node:test";
+import {getLlama, type Llama, type LlamaContext, type LlamaModel, type Token} from "node-llama-cpp";
+import {INTERNAL_MEMBERS, PINNED_NODE_LLAMA_CPP, queuedDecodes, sequenceIdOf, type QueuedDecodeView} from "../../src/engine/llama/internals.ts";
+import {DEFAULT_MAIN_MODEL_SPEC} from "../../src/models/known-files.ts";
+import {resolveModel} from "../../src/models/resolve.ts";
+import {createMemoryLogger} from "../../src/observability/log.ts";
+import {readFileSync} from "node:fs";
+
+let llama: Llama;
+let model: LlamaModel;
+
+before(async () => {
+  const resolved = await resolveModel(DEFAULT_MAIN_MODEL_SPEC, {modelsDir: join(homedir(), ".cache", "svc", "models"), logger: createMemoryLogger(), progress: "lines"});
+  llama = await getLlama({gpu: false, build: "never", maxThreads: availableParallelism()});
+  model = await llama.loadModel({modelPath: resolved.path});
+});
+after(async () => {
+  await model?.dispose();
+  await llama?.dispose();
+});
+
+describe("node-llama-cpp internals", () => {
+  test("the installed version is the pinned one", () => {
+    const pkg = JSON.parse(readFileSync(new URL("../../node_modules/node-llama-cpp/package.json", import.meta.url), "utf8"));
+    assert.equal(pkg.version, PINNED_NODE_LLAMA_CPP);
+    const ours = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8"));
+    assert.equal(ours.dependencies["node-llama-cpp"], PINNED_NODE_LLAMA_CPP, "package.json pins it exactly");
+    assert.deepEqual([...INTERNAL_MEMBERS].sort(), ["LlamaContext._queuedDecodes[].sequenceId", "LlamaContext._queuedDecodes[].tokens", "LlamaContextSequence._sequenceId"]);
+  });
+
+  test("sequences get ids 0..N-1 in order (LlamaContextSequence._sequenceId)", async () => {
+    const ctx = await model.createContext({sequences: 3, contextSize: 256, flashAttention: false});
+    try {
+      const ids = [ctx.getSequence(), ctx.getSequence(), ctx.getSequence()].map(sequenceIdOf);
+      assert.deepEqual(ids, [0, 1, 2]);
+    } finally {
+      await ctx.dispose();
+    }
+  });
+
+  test("a batching strategy's items line up with _queuedDecodes (sequenceId and tokens)", async () => {
+    const seen: {items: number[][]; queue: QueuedDecodeView[]}[] = [];
+    let ctx: LlamaContext | undefined;
+    ctx = await model.createContext({
+      sequences: 2, contextSize: 256, flashAttention: false,
+      batching: {itemPrioritizationStrategy: ({items}) => {
+        const queue = queuedDecodes(ctx!).map((q) => ({sequenceId: q.sequenceId, tokens: [...q.tokens]}));
+        seen.push({items: items.map((i) => [...i.tokens]), queue});
+        return items.map((item) => ({item, processAmount: item.tokens.length}));
+      }},
+    });
+    try {
+      const [a, b] = [ctx.getSequence(), ctx.getSequence()];
+      const ta = model.tokenize("Hello there, how are you?") as Token[];
+      const tb = model.tokenize("A different prompt entirely.") as Token[];
+      await Promise.all([a.evaluateWithoutGeneratingNewTokens(ta), b.evaluateWithoutGeneratingNewTokens(tb)]);
+      assert.ok(seen.length >= 1);
+      const all = seen.flatMap((s) => s.queue.map((q, i) => ({q, item: s.items[i]!})));
+      for (const {q, item} of all) assert.deepEqual(q.tokens, item, "items[i] is built from _queuedDecodes[i]");
+      const bySeq = new Map(all.map(({q}) => [q.sequenceId, q.tokens]));
+      assert.deepEqual(bySeq.get(0), ta);
+      assert.deepEqual(bySeq.get(1), tb);
+    } finally {
+      await ctx.dispose();
+    }
+  });
+});

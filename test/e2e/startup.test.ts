@@ -1,0 +1,33 @@
+// Start-up refusals: a bad setting or a missing model stops the start with a line that says what and why.
+
+import assert from "node:assert/strict";
+import {spawnSync} from "node:child_process";
+import {describe, test} from "node:test";
+import {fileURLToPath} from "node:url";
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+
+function start(env: Record<string, string>) {
+  return spawnSync(process.execPath, ["--import", "tsx", "src/main.ts"], {cwd: ROOT, env: {...process.env, ...env}, encoding: "utf8", timeout: 60_000});
+}
+
+describe("start-up", () => {
+  test("a bad setting stops the start naming the setting, the value and the rule", () => {
+    const r = start({SVC_PORT: "eighty", SVC_PARALLEL: "0"});
+    assert.equal(r.status, 2);
+    assert.match(r.stderr, /bad setting SVC_PORT="eighty": must be an integer from 0 to 65535/);
+    assert.match(r.stderr, /bad setting SVC_PARALLEL="0": must be an integer from 1 to 64/);
+  });
+
+  test("a misspelt setting is named", () => {
+    const r = start({SVC_PROT: "1"});
+    assert.equal(r.status, 2);
+    assert.match(r.stderr, /SVC_PROT: not a setting of this server/);
+  });
+
+  test("a missing model stops the start with what was tried", () => {
+    const r = start({SVC_MODEL: "/nonexistent/model.gguf", SVC_PORT: "0"});
+    assert.equal(r.status, 3);
+    assert.match(r.stderr, /no model: .*Tried: .*\/nonexistent\/model\.gguf/);
+  });
+});

@@ -1,0 +1,122 @@
+// The batching policy (all single-token steps ordered by sequence id, or exactly one whole prompt piece,
+// alternating, pieces rotating across sequences) and the prompt cut points.
+
+import assert from "node:assert/strict";
+import {describe, test} from "node:test";
+import type {BatchItem} from "node-llama-cpp";
+import {chooseBatch, newBatchPolicyState} from "../../src/engine/llama/batch-strategy.ts";
+import type {QueuedDecodeView} from "../../src/engine/llama/internals.ts";
+import {promptPieces} from "../../src/engine/llama/region-decode.ts";
+
+/** A queued decode of `n` tokens for sequence `seq`: the batch item and its queue entry. */
+function decode(seq: number, n: number): {item: BatchItem; view: QueuedDecodeView} {
+  const tokens = Array.from({length: n}, (_, i) => 1000 * seq + i);
+  const item = {tokens, logits: tokens.map(() => undefined), evaluationPriority: 5} as unknown as BatchItem;
+  return {item, view: {sequenceId: seq, tokens}};
+}
+
+function queueOf(...ds: {item: BatchItem; view: QueuedDecodeView}[]) {
+  return {items: ds.map((d) => d.item), queue: ds.map((d) => d.view)};
+}
+
+describe("chooseBatch", () => {
+  test("only single-token steps: all of them, ordered by sequence id, processAmount 1", () => {
+    const s2 = decode(2, 1), s0 = decode(0, 1), s3 = decode(3, 1), s1 = decode(1, 1);
+    const {items, queue} = queueOf(s2, s0, s3, s1);
+    const state = newBatchPolicyState();
+    const out = chooseBatch(items, queue, state);
+    assert.equal(out.length, 4);
+    assert.deepEqual(out.map((p) => p.processAmount), [1, 1, 1, 1]);
+    assert.ok(out[0]!.item === s0.item && out[1]!.item === s1.item && out[2]!.item === s2.item && out[3]!.item === s3.item);
+    assert.deepEqual(state, {lastWasPiece: false, lastPieceSequence: -1});
+  });
+
+  test("steps and pieces alternate: a piece alone and whole, then all steps; pieces rotate across sequences", () => {
+    const st0 = decode(0, 1), pc1 = decode(1, 64), st2 = decode(2, 1), pc3 = decode(3, 30);
+    const {items, queue} = queueOf(pc3, st2, pc1, st0);
+    const state = newBatchPolicyState();
+
+    const first = chooseBatch(items, queue, state);
+    assert.equal(first.length, 1);
+    assert.ok(first[0]!.item === pc1.item);
+    assert.equal(first[0]!.processAmount, 64);
+    assert.deepEqual(state, {lastWasPiece: true, lastPieceSequence: 1});
+
+    const second = chooseBatch(items, queue, state);
+    assert.equal(second.length, 2);
+    assert.ok(second[0]!.item === st0.item && second[1]!.item === st2.item);
+    assert.deepEqual(second.map((p) => p.processAmount), [1, 1]);
+    assert.deepEqual(state, {lastWasPiece: false, lastPieceSequence: 1});
+
+    const third = chooseBatch(items, queue, state);
+    assert.equal(third.length, 1);
+    assert.ok(third[0]!.item === pc3.item);
+    assert.equal(third[0]!.processAmount, 30);
+
+    const fourth = chooseBatch(items, queue, state);
+    assert.deepEqual(fourth.map((p) => p.processAmount), [1, 1]);
+
+    // Past the highest sequence with a piece, the rotation wraps to the lowest.
+    const fifth = chooseBatch(items, queue, state);
+    assert.ok(fifth[0]!.item === pc1.item);
+    assert.equal(fifth[0]!.processAmount, 64);
+  });
+
+  test("only pieces: one whole piece per dispatch, rotating", () => {
+    const p0 = decode(0, 10), p2 = decode(2, 64), p1 = decode(1, 5);
+    const {items, queue} = queueOf(p2, p0, p1);
+    const state = newBatchPolicyState();
+    const picked = [0, 1, 2, 3].map(() => {
+      const out = chooseBatch(items, queue, state);
+      assert.equal(out.length, 1);
+      return [queue[items.indexOf(out[0]!.item)]!.sequenceId, out[0]!.processAmount];
+    });
+    assert.deepEqual(picked, [[0, 10], [1, 5], [2, 64], [0, 10]]);
+  });
+
+  test("a piece is chosen after steps even if the last piece came from the same sequence", () => {
+    const st0 = decode(0, 1), pc1 = decode(1, 64);
+    const {items, queue} = queueOf(st0, pc1);
+    const state = {lastWasPiece: false, lastPieceSequence: 1};
+    const out = chooseBatch(items, queue, state);
+    assert.ok(out.length === 1 && out[0]!.item === pc1.item);
+    assert.equal(out[0]!.processAmount, 64);
+  });
+
+  test("nothing queued: an empty batch", () => {
+    const state = newBatchPolicyState();
+    assert.deepEqual(chooseBatch([], [], state), []);
+    assert.deepEqual(state, {lastWasPiece: false, lastPieceSequence: -1});
+  });
+
+  test("a queue that does not match the items throws", () => {
+    const a = decode(0, 1), b = decode(1, 1);
+    assert.throws(() => chooseBatch([a.item, b.item], [a.view], newBatchPolicyState()), {
+      message: "batch strategy: 2 items but 1 queued decodes (node-llama-cpp internals changed?)",
+    });
+  });
+});
+
+describe("promptPieces", () => {
+  test("pieces end at multiples of the piece size, except the last", () => {
+    assert.deepEqual(promptPieces(0, 130, 64), [[0, 64], [64, 128], [128, 130]]);
+    assert.deepEqual(promptPieces(70, 130, 64), [[70, 128], [128, 130]]);
+    assert.deepEqual(promptPieces(0, 64, 64), [[0, 64]]);
+    assert.deepEqual(promptPieces(64, 128, 64), [[64, 128]]);
+    assert.deepEqual(promptPieces(63, 65, 64), [[63, 64], [64, 65]]);
+    assert.deepEqual(promptPieces(0, 1, 16), [[0, 1]]);
+  });
+  test("an empty range has no pieces", () => {
+    assert.deepEqual(promptPieces(0, 0, 64), []);
+    assert.deepEqual(promptPieces(130, 130, 64), []);
+    assert.deepEqual(promptPieces(10, 5, 64), []);
+  });
+  test("the pieces cover the range contiguously", () => {
+    const pieces = promptPieces(5, 1000, 32);
+    assert.equal(pieces[0]![0], 5);
+    assert.equal(pieces.at(-1)![1], 1000);
+    for (let i = 1; i < pieces.length; i++) assert.equal(pieces[i]![0], pieces[i - 1]![1]);
+    for (const [, b] of pieces.slice(0, -1)) assert.equal(b % 32, 0);
+    assert.equal(pieces.length, 32);
+  });
+});
