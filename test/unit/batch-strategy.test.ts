@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
 import type {BatchItem} from "node-llama-cpp";
-import {chooseBatch, newBatchPolicyState} from "../../src/engine/llama/batch-strategy.ts";
+import {chooseBatch, newBatchPolicyState, STEP_WAIT_MS} from "../../src/engine/llama/batch-strategy.ts";
 import type {QueuedDecodeView} from "../../src/engine/llama/internals.ts";
 import {promptPieces} from "../../src/engine/llama/region-decode.ts";
 
@@ -15,11 +15,51 @@ function decode(seq: number, n: number): {item: BatchItem; view: QueuedDecodeVie
   return {item, view: {sequenceId: seq, tokens}};
 }
 
+function pick(s: {lastWasPiece: boolean; lastPieceSequence: number}) {
+  return {lastWasPiece: s.lastWasPiece, lastPieceSequence: s.lastPieceSequence};
+}
+
 function queueOf(...ds: {item: BatchItem; view: QueuedDecodeView}[]) {
   return {items: ds.map((d) => d.item), queue: ds.map((d) => d.view)};
 }
 
 describe("chooseBatch", () => {
+  test("steps wait for a generating sequence that has not queued its step, up to STEP_WAIT_MS", () => {
+    const s0 = decode(0, 1), s1 = decode(1, 1);
+    const {items, queue} = queueOf(s0, s1);
+    const state = newBatchPolicyState();
+    state.generating = new Set([0, 1, 2]);
+    let clock = 100;
+    assert.deepEqual(chooseBatch(items, queue, state, () => clock), [], "sequence 2 is generating but not queued: wait");
+    assert.equal(state.waitingSince, 100);
+    clock = 100 + STEP_WAIT_MS - 0.5;
+    assert.deepEqual(chooseBatch(items, queue, state, () => clock), [], "still within the wait");
+    clock = 100 + STEP_WAIT_MS;
+    const out = chooseBatch(items, queue, state, () => clock);
+    assert.deepEqual(out.map((p) => p.item), [s0.item, s1.item], "past the wait, the steps that are there go");
+    assert.equal(state.waitsTimedOut, 1);
+    assert.equal(state.waitingSince, null);
+  });
+
+  test("no wait when every generating sequence has queued", () => {
+    const s0 = decode(0, 1), s1 = decode(1, 1);
+    const {items, queue} = queueOf(s1, s0);
+    const state = newBatchPolicyState();
+    state.generating = new Set([0, 1]);
+    const out = chooseBatch(items, queue, state, () => 0);
+    assert.deepEqual(out.map((p) => p.item), [s0.item, s1.item]);
+    assert.equal(state.waitsTimedOut, 0);
+  });
+
+  test("a prompt piece never waits for generating sequences", () => {
+    const pc = decode(1, 40);
+    const {items, queue} = queueOf(pc);
+    const state = newBatchPolicyState();
+    state.generating = new Set([0]);
+    const out = chooseBatch(items, queue, state, () => 0);
+    assert.ok(out.length === 1 && out[0]!.item === pc.item);
+  });
+
   test("only single-token steps: all of them, ordered by sequence id, processAmount 1", () => {
     const s2 = decode(2, 1), s0 = decode(0, 1), s3 = decode(3, 1), s1 = decode(1, 1);
     const {items, queue} = queueOf(s2, s0, s3, s1);
@@ -28,7 +68,7 @@ describe("chooseBatch", () => {
     assert.equal(out.length, 4);
     assert.deepEqual(out.map((p) => p.processAmount), [1, 1, 1, 1]);
     assert.ok(out[0]!.item === s0.item && out[1]!.item === s1.item && out[2]!.item === s2.item && out[3]!.item === s3.item);
-    assert.deepEqual(state, {lastWasPiece: false, lastPieceSequence: -1});
+    assert.deepEqual(pick(state), {lastWasPiece: false, lastPieceSequence: -1});
   });
 
   test("steps and pieces alternate: a piece alone and whole, then all steps; pieces rotate across sequences", () => {
@@ -40,13 +80,13 @@ describe("chooseBatch", () => {
     assert.equal(first.length, 1);
     assert.ok(first[0]!.item === pc1.item);
     assert.equal(first[0]!.processAmount, 64);
-    assert.deepEqual(state, {lastWasPiece: true, lastPieceSequence: 1});
+    assert.deepEqual(pick(state), {lastWasPiece: true, lastPieceSequence: 1});
 
     const second = chooseBatch(items, queue, state);
     assert.equal(second.length, 2);
     assert.ok(second[0]!.item === st0.item && second[1]!.item === st2.item);
     assert.deepEqual(second.map((p) => p.processAmount), [1, 1]);
-    assert.deepEqual(state, {lastWasPiece: false, lastPieceSequence: 1});
+    assert.deepEqual(pick(state), {lastWasPiece: false, lastPieceSequence: 1});
 
     const third = chooseBatch(items, queue, state);
     assert.equal(third.length, 1);
@@ -77,7 +117,7 @@ describe("chooseBatch", () => {
   test("a piece is chosen after steps even if the last piece came from the same sequence", () => {
     const st0 = decode(0, 1), pc1 = decode(1, 64);
     const {items, queue} = queueOf(st0, pc1);
-    const state = {lastWasPiece: false, lastPieceSequence: 1};
+    const state = {...newBatchPolicyState(), lastWasPiece: false, lastPieceSequence: 1};
     const out = chooseBatch(items, queue, state);
     assert.ok(out.length === 1 && out[0]!.item === pc1.item);
     assert.equal(out[0]!.processAmount, 64);
@@ -86,7 +126,7 @@ describe("chooseBatch", () => {
   test("nothing queued: an empty batch", () => {
     const state = newBatchPolicyState();
     assert.deepEqual(chooseBatch([], [], state), []);
-    assert.deepEqual(state, {lastWasPiece: false, lastPieceSequence: -1});
+    assert.deepEqual(pick(state), {lastWasPiece: false, lastPieceSequence: -1});
   });
 
   test("a queue that does not match the items throws", () => {

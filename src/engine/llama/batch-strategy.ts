@@ -1,25 +1,39 @@
-// The batching policy handed to node-llama-cpp. Two facts shape it:
+// The batching policy handed to node-llama-cpp. Three facts shape it:
 // 1. llama.cpp (non-unified KV, one stream per sequence) splits a batch into ubatches with `split_equal`:
 //    a ubatch holds only consecutive sequence ids, each contributing the same number of tokens. A prompt
 //    piece batched beside another sequence's decode token is therefore cut into a 1-token part and the
 //    rest, and its numbers (and so greedy output) would depend on what else was running.
 // 2. Decode steps of many sequences share the weight reads, so they should go in one batch, ordered by id.
+// 3. The library loops straight into the next batch once sampling is done, before the sequence sampled
+//    last has queued its next step. Dispatching then would leave that sequence out of every other step
+//    (always the same one, as sampling finishes in id order). So when a sequence that is generating has
+//    not queued its step yet, the policy waits for it, briefly: returning no items makes the library
+//    loop again after a microtask turn, which is all the sequence's own code needs.
 // So a dispatch is either every pending single-token step (ordered by sequence id) or exactly one prompt
 // piece on its own, whole. Pieces and steps alternate so neither starves; pieces rotate across sequences.
 
 import type {BatchItem, PrioritizedBatchItem} from "node-llama-cpp";
 import type {QueuedDecodeView} from "./internals.ts";
 
+/** Longest a step batch waits for a generating sequence that has not queued its step yet. */
+export const STEP_WAIT_MS = 3;
+
 export interface BatchPolicyState {
   lastWasPiece: boolean;
   lastPieceSequence: number;
+  /** Sequences between two steps of their generation: each will queue a single-token step shortly. */
+  generating: Set<number>;
+  waitingSince: number | null;
+  /** Dispatches sent without a generating sequence because it did not queue in time (for tests and tuning). */
+  waitsTimedOut: number;
 }
 
 export function newBatchPolicyState(): BatchPolicyState {
-  return {lastWasPiece: false, lastPieceSequence: -1};
+  return {lastWasPiece: false, lastPieceSequence: -1, generating: new Set(), waitingSince: null, waitsTimedOut: 0};
 }
 
-export function chooseBatch(items: readonly BatchItem[], queue: readonly QueuedDecodeView[], state: BatchPolicyState): PrioritizedBatchItem[] {
+export function chooseBatch(items: readonly BatchItem[], queue: readonly QueuedDecodeView[], state: BatchPolicyState,
+  now: () => number = () => performance.now()): PrioritizedBatchItem[] {
   if (queue.length !== items.length) throw new Error(`batch strategy: ${items.length} items but ${queue.length} queued decodes (node-llama-cpp internals changed?)`);
   const steps: {item: BatchItem; seq: number}[] = [];
   const pieces: {item: BatchItem; seq: number}[] = [];
@@ -34,6 +48,15 @@ export function chooseBatch(items: readonly BatchItem[], queue: readonly QueuedD
     state.lastPieceSequence = next.seq;
     return [{item: next.item, processAmount: next.item.tokens.length}];
   }
+  const queued = new Set(items.map((_, i) => queue[i]!.sequenceId));
+  const missing = [...state.generating].some((seq) => !queued.has(seq));
+  if (missing) {
+    const t = now();
+    state.waitingSince ??= t;
+    if (t - state.waitingSince < STEP_WAIT_MS) return [];
+    state.waitsTimedOut++;
+  }
+  state.waitingSince = null;
   state.lastWasPiece = false;
   steps.sort((a, b) => a.seq - b.seq);
   return steps.map(({item}) => ({item, processAmount: 1}));

@@ -6,7 +6,7 @@ import {getLlama, LlamaLogLevel, type Llama, type LlamaContext, type LlamaContex
 import type {Logger} from "../../observability/log.ts";
 import type {DecodeJob, DecodeStats, Engine, EngineInfo, EngineStatus, RegionLease} from "../engine.ts";
 import {RegionQueue} from "../region-queue.ts";
-import {chooseBatch, newBatchPolicyState} from "./batch-strategy.ts";
+import {chooseBatch, newBatchPolicyState, type BatchPolicyState} from "./batch-strategy.ts";
 import {PINNED_NODE_LLAMA_CPP, queuedDecodes, sequenceIdOf} from "./internals.ts";
 import {runOnRegion} from "./region-decode.ts";
 import {tokenTextToBytes, type VocabKind} from "./token-bytes.ts";
@@ -33,6 +33,7 @@ export class LlamaEngine implements Engine {
     private readonly model: LlamaModel,
     private readonly context: LlamaContext,
     private readonly sequences: LlamaContextSequence[],
+    private readonly policy: BatchPolicyState,
     opts: LlamaEngineOptions,
     threads: number,
   ) {
@@ -99,7 +100,7 @@ export class LlamaEngine implements Engine {
     sequences.forEach((s, i) => {
       if (sequenceIdOf(s) !== i) throw new Error(`region ${i} got sequence id ${sequenceIdOf(s)}`);
     });
-    return new LlamaEngine(llama, model, context, sequences, opts, threads);
+    return new LlamaEngine(llama, model, context, sequences, policy, opts, threads);
   }
 
   tokenize(text: string, opts: {special: boolean}): number[] {
@@ -131,13 +132,20 @@ export class LlamaEngine implements Engine {
     return {
       regionId: id,
       stats,
-      decode: (job: DecodeJob) => runOnRegion(seq, job, this.info.promptPiece, stats),
+      decode: (job: DecodeJob) => runOnRegion(seq, job, this.info.promptPiece, stats, {
+        set: (generating) => (generating ? this.policy.generating.add(id) : this.policy.generating.delete(id)),
+      }),
       release: () => {
         if (released) return;
         released = true;
         this.queue.release(id);
       },
     };
+  }
+
+  /** Batch-policy counters, for tuning and tests. */
+  get batchPolicy(): Readonly<BatchPolicyState> {
+    return this.policy;
   }
 
   status(): EngineStatus {

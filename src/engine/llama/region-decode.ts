@@ -58,7 +58,12 @@ function samplerOptions(s: SamplingParams, generated: () => Token[]): SequenceEv
   };
 }
 
-export async function* runOnRegion(seq: LlamaContextSequence, job: DecodeJob, piece: number, stats: DecodeStats): DecodeRun {
+/** Told when the region is between two steps of generation, so the batch policy can wait for its step. */
+export interface GeneratingMark {
+  set(generating: boolean): void;
+}
+
+export async function* runOnRegion(seq: LlamaContextSequence, job: DecodeJob, piece: number, stats: DecodeStats, mark: GeneratingMark): DecodeRun {
   const started = performance.now();
   // node-llama-cpp brands token ids; ours are plain numbers checked at the edge.
   const prompt = job.prompt as Token[];
@@ -105,6 +110,7 @@ export async function* runOnRegion(seq: LlamaContextSequence, job: DecodeJob, pi
       generated.push(res.value);
       stats.predictedTokens = generated.length;
       stats.predictedMs = performance.now() - firstTokenAt;
+      mark.set(generated.length < job.maxTokens);
       yield {kind: "token", token};
       if (job.signal.aborted) {
         end = {reason: "cancelled"};
@@ -112,6 +118,7 @@ export async function* runOnRegion(seq: LlamaContextSequence, job: DecodeJob, pi
       }
     }
   } finally {
+    mark.set(false);
     await gen.return(undefined);
     if (firstTokenAt === 0) stats.promptMs = performance.now() - started;
     else stats.predictedMs = performance.now() - firstTokenAt;
