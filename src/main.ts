@@ -18,6 +18,10 @@ async function main(): Promise<void> {
     throw err;
   }
   const logger = createLogger(config.logLevel);
+  // A stray rejection in one request must not take the whole server down (Node's default is to exit).
+  process.on("unhandledRejection", (reason) => {
+    logger.error("unhandled rejection (server keeps running)", {error: (reason as Error)?.stack ?? String(reason)});
+  });
   let app;
   try {
     app = await createApp(config, logger);
