@@ -17,7 +17,7 @@ export function toApiError(err: unknown): ApiError {
   const e = err as {statusCode?: number; code?: string; message?: string};
   switch (e?.code) {
     case "FST_ERR_CTP_BODY_TOO_LARGE":
-      return new ApiError("payload_too_large", "the request body is larger than SVC_BODY_LIMIT_MB allows");
+      return new ApiError("payload_too_large", "the request body is larger than this server takes (SVC_BODY_LIMIT_MB)");
     case "FST_ERR_CTP_EMPTY_JSON_BODY":
       return new ApiError("invalid_request", "the request body is empty; send a JSON object");
     case "FST_ERR_CTP_INVALID_MEDIA_TYPE":

@@ -14,6 +14,7 @@ export interface ServerOptions {
 }
 
 const utf8 = new TextDecoder("utf-8", {fatal: true});
+const DRAIN_LIMIT_BYTES = 64 * 1024 * 1024;
 
 function parseJsonBody(_req: FastifyRequest, body: Buffer, done: (err: Error | null, value?: unknown) => void): void {
   if (body.length === 0) return done(null, undefined);
@@ -40,6 +41,20 @@ export function buildServer(opts: ServerOptions): FastifyInstance {
     logger: false,
     bodyLimit: opts.bodyLimitBytes,
     return503OnClosing: true,
+  });
+
+  // A body announced as too large is refused before parsing, but only after the client has finished
+  // sending it: answering mid-upload and closing makes the client fail with EPIPE instead of reading 413.
+  // Up to DRAIN_LIMIT_BYTES are read and dropped; past that the connection is simply closed.
+  app.addHook("onRequest", (req, _reply, done) => {
+    const length = Number(req.headers["content-length"]);
+    if (!(length > opts.bodyLimitBytes)) return done();
+    const err = new ApiError("payload_too_large",
+      `the request body has ${length} bytes; this server takes at most ${opts.bodyLimitBytes} (SVC_BODY_LIMIT_MB)`);
+    if (length > DRAIN_LIMIT_BYTES) return done(err);
+    req.raw.on("end", () => done(err));
+    req.raw.on("error", () => done(err));
+    req.raw.resume();
   });
 
   app.removeAllContentTypeParsers();

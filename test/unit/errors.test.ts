@@ -68,7 +68,7 @@ describe("toApiError", () => {
 
   test("fastify body errors", () => {
     const big = toApiError(Object.assign(new Error("Request body is too large"), {code: "FST_ERR_CTP_BODY_TOO_LARGE", statusCode: 413}));
-    assert.deepEqual([big.status, big.kind, big.message], [413, "payload_too_large", "the request body is larger than SVC_BODY_LIMIT_MB allows"]);
+    assert.deepEqual([big.status, big.kind, big.message], [413, "payload_too_large", "the request body is larger than this server takes (SVC_BODY_LIMIT_MB)"]);
     const empty = toApiError(Object.assign(new Error("Body cannot be empty"), {code: "FST_ERR_CTP_EMPTY_JSON_BODY", statusCode: 400}));
     assert.deepEqual([empty.status, empty.kind, empty.message], [400, "invalid_request", "the request body is empty; send a JSON object"]);
     const media = toApiError(Object.assign(new Error("Unsupported Media Type"), {code: "FST_ERR_CTP_INVALID_MEDIA_TYPE", statusCode: 415}));
