@@ -3,21 +3,11 @@
 
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
-import {ApiError} from "../../src/core/errors.ts";
+import type {ApiError} from "../../src/core/errors.ts";
+import {apiErrorOf} from "../fixtures/api-error.ts";
 import {BUDGET_ALIASES, DEFAULT_SAMPLING, decodeSampling, decodeStops, notYet, resolveBudget} from "../../src/api/fields/common.ts";
 import {fieldPath, parseBody} from "../../src/api/fields/validate.ts";
 import {chatRequestSchema} from "../../src/api/dialects/chat/schema.ts";
-
-/** The ApiError thrown by fn; fails when nothing or something else is thrown. */
-function apiErrorOf(fn: () => unknown): ApiError {
-  try {
-    fn();
-  } catch (err) {
-    assert.ok(err instanceof ApiError, `expected ApiError, got ${String(err)}`);
-    return err;
-  }
-  assert.fail("expected an ApiError, nothing was thrown");
-}
 
 describe("resolveBudget", () => {
   test("the three aliases, in order", () => {

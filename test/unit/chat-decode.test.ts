@@ -3,23 +3,14 @@
 
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
-import {ApiError} from "../../src/core/errors.ts";
+import type {ApiError} from "../../src/core/errors.ts";
+import {apiErrorOf} from "../fixtures/api-error.ts";
 import {decodeChat} from "../../src/api/dialects/chat/decode.ts";
 import {decodeCompletion} from "../../src/api/dialects/completions/decode.ts";
 
 const signal = new AbortController().signal;
 const ctx = {requestId: "req-1", signal, maxTokensCap: 100};
 const user = (content: unknown) => ({role: "user", content});
-
-function apiErrorOf(fn: () => unknown): ApiError {
-  try {
-    fn();
-  } catch (err) {
-    assert.ok(err instanceof ApiError, `expected ApiError, got ${String(err)}`);
-    return err;
-  }
-  assert.fail("expected an ApiError, nothing was thrown");
-}
 
 function refusedChat(body: unknown): ApiError {
   const err = apiErrorOf(() => decodeChat(body, ctx));
