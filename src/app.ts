@@ -50,6 +50,7 @@ export async function createApp(config: Config, logger: Logger): Promise<App> {
     regions: config.parallel,
     contextSize: config.ctxSize,
     promptPiece: config.promptPiece,
+    promptCache: config.promptCache,
     threads: config.threads,
     logger,
   });

@@ -108,6 +108,8 @@ export const SETTINGS = {
   promptPiece: s({name: "SVC_PROMPT_PIECE", shown: "`64`", fallback: () => 64, parse: powerOfTwo(16, 512),
     rule: "must be a power of two from 16 to 512",
     doc: "Prompts are evaluated in pieces that end at multiples of this size, so greedy output does not depend on batching; also the cancellation granularity of a long prompt."}),
+  promptCache: s({name: "SVC_PROMPT_CACHE", shown: "`1`", fallback: () => true, parse: flag(), rule: FLAG_RULE,
+    doc: "Reuse the prompt prefix a free region still holds from its last request (whole prompt pieces only, so output is unchanged). `0` evaluates every prompt in full."}),
   queueTimeout: s({name: "SVC_QUEUE_TIMEOUT", shown: "`60`", fallback: () => 60, parse: num(0.1, 86400), rule: "must be a number of seconds from 0.1 to 86400",
     doc: "A request that cannot start within this many seconds gets 503 `engine_busy` with `Retry-After`."}),
   keepalive: s({name: "SVC_KEEPALIVE_S", shown: "`10`", fallback: () => 10, parse: num(0.05, 3600), rule: "must be a number of seconds from 0.05 to 3600",

@@ -45,6 +45,8 @@ export interface GenerationRequest {
   stopTokenIds: number[];
   /** Send prompt progress events before the first token. */
   wantProgress: boolean;
+  /** Log probability of each generated token under the model's own distribution, with `top` alternatives. */
+  logprobs: {top: number} | null;
   signal: AbortSignal;
 }
 
@@ -76,6 +78,18 @@ export interface PromptProgress {
   time_ms: number;
 }
 
+export interface TokenAlternative {
+  /** The token's text (a partial UTF-8 character shows as U+FFFD; `bytes` is exact). */
+  token: string;
+  logprob: number;
+  bytes: number[];
+}
+
+export interface TokenLogprob extends TokenAlternative {
+  /** Most likely first. */
+  top_logprobs: TokenAlternative[];
+}
+
 export type GenerationEvent =
   | {type: "progress"; progress: PromptProgress}
   | {type: "text"; text: string}
@@ -86,4 +100,6 @@ export type GenerationEvent =
       stoppedBy: string | number | null;
       usage: UsageCounts;
       timings: Timings;
+      /** One entry per generated token, when the request asked for logprobs. */
+      logprobs: TokenLogprob[] | null;
     };

@@ -36,9 +36,18 @@ export interface DecodeStats {
   predictedMs: number;
 }
 
+/** The model's own log probability of a generated token, and of the most likely alternatives. */
+export interface TokenScore {
+  logprob: number;
+  /** Most likely first; empty when no alternatives were asked for. */
+  top: {token: number; logprob: number}[];
+}
+
 export interface DecodeJob {
   prompt: number[];
   sampling: SamplingParams;
+  /** Score every generated token against the raw distribution, with `top` alternatives (0 to 20). */
+  logprobs?: {top: number};
   /** Already fitted to the region: prompt.length + maxTokens <= contextSize. */
   maxTokens: number;
   stopTokenIds: ReadonlySet<number>;
@@ -48,7 +57,7 @@ export interface DecodeJob {
 export type DecodeEnd = {reason: "stop_token"; token: number} | {reason: "length"} | {reason: "cancelled"};
 
 /** Prompt progress (first at the cached count, last at the full prompt) and generated tokens (never the stop token). */
-export type DecodeItem = {kind: "progress"; processed: number; elapsedMs: number} | {kind: "token"; token: number};
+export type DecodeItem = {kind: "progress"; processed: number; elapsedMs: number} | {kind: "token"; token: number; score?: TokenScore};
 
 /** Its return value says why it ended. */
 export type DecodeRun = AsyncGenerator<DecodeItem, DecodeEnd, void>;
@@ -74,6 +83,8 @@ export interface EngineStatus {
   regions: RegionState[];
   queued: number;
   longestWaitS: number;
+  /** Step batches sent without a generating region that did not queue its step in time (should stay near 0). */
+  stepWaitsTimedOut: number;
 }
 
 export interface Engine {
@@ -83,8 +94,11 @@ export interface Engine {
   /** The exact bytes a token stands for (byte-level BPE and SentencePiece byte tokens decoded). */
   tokenBytes(token: number): Uint8Array;
   isValidToken(token: number): boolean;
-  /** Waits in FIFO order for a free region. Rejects with 503 engine_busy after timeoutMs, 499 when signal aborts. */
-  acquire(opts: {signal: AbortSignal; timeoutMs: number}): Promise<RegionLease>;
+  /**
+   * Waits in FIFO order for a free region. Rejects with 503 engine_busy after timeoutMs, 499 when signal aborts.
+   * With the prompt, the free region that already holds the longest reusable part of it is taken.
+   */
+  acquire(opts: {signal: AbortSignal; timeoutMs: number; prompt?: readonly number[]}): Promise<RegionLease>;
   status(): EngineStatus;
   close(): Promise<void>;
 }

@@ -35,11 +35,14 @@ export class RegionQueue {
     return first ? (this.now() - first.since) / 1000 : 0;
   }
 
-  acquire(opts: {signal: AbortSignal; timeoutMs: number}): Promise<number> {
+  /** `choose` picks among the free ids (ascending) when one is free at once; default the lowest. */
+  acquire(opts: {signal: AbortSignal; timeoutMs: number; choose?: (free: number[]) => number}): Promise<number> {
     if (opts.signal.aborted) return Promise.reject(clientLeft());
     if (this.waiters.length === 0) {
-      const id = this.lowestFree();
-      if (id !== null) {
+      const free = this.freeIds();
+      if (free.length > 0) {
+        const picked = opts.choose ? opts.choose(free) : free[0]!;
+        const id = free.includes(picked) ? picked : free[0]!;
         this.busy[id] = true;
         return Promise.resolve(id);
       }
@@ -77,9 +80,12 @@ export class RegionQueue {
     else this.busy[id] = false;
   }
 
-  private lowestFree(): number | null {
-    const i = this.busy.indexOf(false);
-    return i < 0 ? null : i;
+  private freeIds(): number[] {
+    const out: number[] = [];
+    this.busy.forEach((b, i) => {
+      if (!b) out.push(i);
+    });
+    return out;
   }
 }
 

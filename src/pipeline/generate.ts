@@ -3,7 +3,7 @@
 // ids) is raised by start(), before a stream begins, so it can still be a real HTTP status.
 
 import {ApiError} from "../core/errors.ts";
-import type {FinishReason, GenerationEvent, GenerationRequest, Timings, UsageCounts} from "../core/generation.ts";
+import type {FinishReason, GenerationEvent, GenerationRequest, Timings, TokenAlternative, TokenLogprob, UsageCounts} from "../core/generation.ts";
 import type {DecodeEnd, DecodeStats, Engine, RegionLease} from "../engine/engine.ts";
 import type {ChatTemplate} from "../templates/chat-template.ts";
 import {IncrementalDetokenizer} from "./detokenizer.ts";
@@ -47,7 +47,9 @@ export class GenerationRun implements AsyncIterable<GenerationEvent> {
     this.started = true;
     const {engine, req, lease} = this;
     const stopIds = new Set([...engine.info.eogTokenIds, ...req.stopTokenIds]);
-    const run = lease.decode({prompt: this.promptTokens, sampling: req.sampling, maxTokens: this.maxTokens, stopTokenIds: stopIds, signal: req.signal});
+    const run = lease.decode({prompt: this.promptTokens, sampling: req.sampling, maxTokens: this.maxTokens, stopTokenIds: stopIds, signal: req.signal,
+      logprobs: req.logprobs ?? undefined});
+    const logprobs: TokenLogprob[] | null = req.logprobs ? [] : null;
     const detok = new IncrementalDetokenizer((tokens, context) => engine.detokenize(tokens, {special: false, context}));
     const stops = new StopMatcher(req.stop);
     let end: DecodeEnd | null = null;
@@ -66,6 +68,9 @@ export class GenerationRun implements AsyncIterable<GenerationEvent> {
             yield {type: "progress", progress: {total, cache: lease.stats.cachedTokens, processed: item.processed, time_ms: round(item.elapsedMs)}};
           }
           continue;
+        }
+        if (logprobs && item.score) {
+          logprobs.push({...this.alternative(item.token, item.score.logprob), top_logprobs: item.score.top.map((t) => this.alternative(t.token, t.logprob))});
         }
         const step = stops.push(detok.push(item.token));
         if (step.emit) yield {type: "text", text: step.emit};
@@ -91,7 +96,11 @@ export class GenerationRun implements AsyncIterable<GenerationEvent> {
     if (stoppedBy === null && end?.reason === "stop_token") stoppedBy = end.token;
     const finishReason: FinishReason = stoppedBy !== null ? "stop" : "length";
     this.summary.finishReason = finishReason;
-    yield {type: "done", finishReason, stoppedBy, usage: usageOf(lease.stats), timings: timingsOf(lease.stats)};
+    yield {type: "done", finishReason, stoppedBy, usage: usageOf(lease.stats), timings: timingsOf(lease.stats), logprobs};
+  }
+
+  private alternative(token: number, logprob: number): TokenAlternative {
+    return {token: this.engine.detokenize([token], {special: true}), logprob, bytes: [...this.engine.tokenBytes(token)]};
   }
 }
 
@@ -106,7 +115,7 @@ export class GenerationPipeline {
   async start(req: GenerationRequest): Promise<GenerationRun> {
     const prompt = buildPrompt(req.prompt, this.engine, this.template);
     const maxTokens = this.fitBudget(prompt.tokens.length, req.maxTokens);
-    const lease = await this.engine.acquire({signal: req.signal, timeoutMs: this.opts.queueTimeoutMs});
+    const lease = await this.engine.acquire({signal: req.signal, timeoutMs: this.opts.queueTimeoutMs, prompt: prompt.tokens});
     return new GenerationRun(this.engine, lease, req, prompt.tokens, maxTokens);
   }
 

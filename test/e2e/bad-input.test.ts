@@ -81,10 +81,10 @@ describe("bad input is refused with a clear 4xx", () => {
     const messages = [{role: "user", content: [{type: "text", text: "What is this?"}, {type: "image_url", image_url: {url: "data:image/png;base64,AAAA"}}]}];
     refused(await chat({messages}), 400, /^messages\[0\]\.content\[1\]: an image was sent but this server has no vision/);
   });
-  test("features of later builds are refused, not ignored", async () => {
+  test("features of later builds, and logprobs outside the scoring rules, are refused, not ignored", async () => {
     refused(await chat({messages: user, response_format: {type: "json_object"}}), 400, /^response_format: .* not available in this build/);
     refused(await chat({messages: user, tools: [{type: "function", function: {name: "f", parameters: {}}}]}), 400, /^tools: tool calling is not available/);
-    refused(await chat({messages: user, logprobs: true}), 400, /^logprobs/);
+    refused(await chat({messages: user, logprobs: true, temperature: 0}), 400, /^logprobs: at temperature 0 log probabilities are for scoring one token/);
     refused(await chat({messages: user, n: 2}), 400, /^n: only one choice/);
   });
   test("a prompt of exactly the context size is refused; one token less is served", async () => {

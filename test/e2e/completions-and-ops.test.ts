@@ -64,6 +64,26 @@ describe("completions", () => {
   });
 });
 
+describe("batching after early stops", () => {
+  test("a scored reply cut by a stop string leaves no region marked as generating", async () => {
+    const health = async () => (await get(`${server.url}/health`)).body.engine.step_waits_timed_out as number;
+    const scored = {model: "m", messages: [{role: "user" as const, content: "Count from 1 to 30 with commas."}], max_tokens: 40, temperature: 0.5, seed: 3, logprobs: true};
+    const free = (await server.client.chat.completions.create(scored)).choices[0]!.message.content!;
+    const stop = free.trim().charAt(1);
+    assert.ok(stop.length === 1, `a stop character from the free reply ${JSON.stringify(free)}`);
+    const before = await health();
+    // A long reply on one region while the scored one is cut short on the other: if the cut region stayed
+    // marked as generating, every later step of the long reply would wait for it and time out.
+    const long = server.client.chat.completions.create({model: "m", messages: [{role: "user", content: "Write a long story about a lighthouse."}], max_tokens: 60, temperature: 0});
+    const cut = await server.client.chat.completions.create({...scored, stop: [stop]});
+    assert.equal(cut.choices[0]!.finish_reason, "stop");
+    const longReply = await long;
+    assert.ok(longReply.usage!.completion_tokens > 20);
+    const timedOut = (await health()) - before;
+    assert.ok(timedOut < 5, `step batches waited in vain ${timedOut} times for a region that had stopped`);
+  });
+});
+
 describe("state routes", () => {
   test("GET /v1/models lists the one model, readable by the SDK", async () => {
     const page = await server.client.models.list();

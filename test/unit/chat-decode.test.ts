@@ -90,12 +90,10 @@ describe("decodeChat: features not served", () => {
     assert.doesNotThrow(() => decodeChat({messages: [user("hi")], n: 1}, ctx));
   });
 
-  test("logprobs and top_logprobs", () => {
-    assert.equal(refusedChat({messages: [user("hi")], logprobs: true}).message,
-      "logprobs: log probabilities on the chat route is not available in this build of the server (see GET /health)");
-    assert.equal(refusedChat({messages: [user("hi")], top_logprobs: 2}).message,
-      "top_logprobs: log probabilities on the chat route is not available in this build of the server (see GET /health)");
-    assert.doesNotThrow(() => decodeChat({messages: [user("hi")], logprobs: false}, ctx));
+  test("logprobs are served for scoring; the rule-7 refusals are in logprobs-rules.test.ts", () => {
+    const scoring = decodeChat({messages: [user("hi")], logprobs: true, top_logprobs: 5, max_tokens: 1, temperature: 0}, ctx);
+    assert.deepEqual(scoring.request.logprobs, {top: 5});
+    assert.equal(decodeChat({messages: [user("hi")], logprobs: false}, ctx).request.logprobs, null);
   });
 
   test("response_format json_schema / json_object refused; text accepted", () => {
@@ -242,6 +240,7 @@ describe("decodeChat: the request", () => {
       stop: [],
       stopTokenIds: [],
       wantProgress: false,
+      logprobs: null,
       signal,
     });
   });
@@ -293,13 +292,14 @@ describe("decodeCompletion", () => {
     assert.equal(refused({prompt: []}).message, "prompt: must not be empty");
   });
 
-  test("echo, suffix, best_of > 1, n > 1, logprobs > 0 are refused", () => {
+  test("echo, suffix, best_of > 1, n > 1, and alternatives without max_tokens 1 are refused", () => {
     assert.equal(refused({prompt: "x", echo: true}).message, "echo: echoing the prompt back is not supported");
     assert.equal(refused({prompt: "x", suffix: "end"}).message, "suffix: fill-in-the-middle suffixes are not supported");
     assert.equal(refused({prompt: "x", best_of: 2}).message, "best_of: only 1 is supported");
     assert.equal(refused({prompt: "x", n: 2}).message, "n: only one choice per request is supported (n = 1)");
     assert.equal(refused({prompt: "x", logprobs: 1}).message,
-      "logprobs: log probabilities on the completions route is not available in this build of the server (see GET /health)");
+      "logprobs: alternatives are for scoring one token; send max_tokens: 1 (got no budget (unlimited))");
+    assert.deepEqual(decode({prompt: "x", logprobs: 3, max_tokens: 1}).request.logprobs, {top: 3});
   });
 
   test("their neutral values are accepted", () => {

@@ -35,6 +35,7 @@ describe("defaults", () => {
       ctxSize: 8192,
       threads: undefined,
       promptPiece: 64,
+      promptCache: true,
       queueTimeout: 60,
       keepalive: 10,
       maxTokensCap: 65536,
@@ -84,7 +85,7 @@ describe("defaults", () => {
       assert.deepEqual(c[key], defaults[key], `${s.name}: shown ${s.shown}`);
       checked++;
     }
-    assert.equal(checked, 28);
+    assert.equal(checked, 29);
   });
 
   test("settings shown as unset or computed default to undefined", () => {

@@ -114,6 +114,7 @@ const done: GenerationEvent = {
   type: "done", finishReason: "stop", stoppedBy: "###",
   usage: {promptTokens: 10, completionTokens: 2, cachedTokens: 3, reasoningTokens: 1},
   timings,
+  logprobs: null,
 };
 const events: GenerationEvent[] = [{type: "progress", progress}, {type: "text", text: "Hi"}, {type: "text", text: "!"}, done];
 const who = {id: "chatcmpl-abc", created: 1_700_000_000, model: "svc-test"};

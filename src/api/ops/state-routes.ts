@@ -8,9 +8,10 @@ import type {ServerDeps} from "../deps.ts";
 export const SUPPORTED_FIELDS = {
   chat: ["messages", "model", ...BUDGET_ALIASES, "temperature", "top_p", "top_k", "min_p", "presence_penalty", "frequency_penalty",
     "repeat_penalty", "repeat_last_n", "seed", "stop", "stop_token_ids", "stream", "stream_options.include_usage", "return_progress", "n (1)",
-    "continue_final_message", "add_generation_prompt", "chat_template_kwargs", "reasoning_effort"],
+    "continue_final_message", "add_generation_prompt", "chat_template_kwargs", "reasoning_effort", "logprobs", "top_logprobs (<= 20)"],
   completions: ["prompt", "model", ...BUDGET_ALIASES, "temperature", "top_p", "top_k", "min_p", "presence_penalty", "frequency_penalty",
-    "repeat_penalty", "repeat_last_n", "seed", "stop", "stop_token_ids", "stream", "stream_options.include_usage", "return_progress", "n (1)"],
+    "repeat_penalty", "repeat_last_n", "seed", "stop", "stop_token_ids", "stream", "stream_options.include_usage", "return_progress", "n (1)",
+    "logprobs (0 to 20 alternatives)"],
 };
 
 export function registerStateRoutes(app: FastifyInstance, deps: ServerDeps): void {
@@ -28,6 +29,8 @@ export function registerStateRoutes(app: FastifyInstance, deps: ServerDeps): voi
         busy_regions: st.regions.filter((r) => r.state === "busy").length,
         context_size: engine.info.contextSize,
         prompt_piece: engine.info.promptPiece,
+        prompt_cache: config.promptCache,
+        step_waits_timed_out: st.stepWaitsTimedOut,
         threads: engine.info.threads,
       },
       supported_fields: SUPPORTED_FIELDS,

@@ -9,6 +9,7 @@ import {RegionQueue} from "../region-queue.ts";
 import {chooseBatch, newBatchPolicyState, type BatchPolicyState} from "./batch-strategy.ts";
 import {PINNED_NODE_LLAMA_CPP, queuedDecodes, sequenceIdOf} from "./internals.ts";
 import {runOnRegion} from "./region-decode.ts";
+import {bestRegion, emptyMemory, type RegionMemory} from "./region-memory.ts";
 import {tokenTextToBytes, type VocabKind} from "./token-bytes.ts";
 
 export interface LlamaEngineOptions {
@@ -16,6 +17,8 @@ export interface LlamaEngineOptions {
   regions: number;
   contextSize: number;
   promptPiece: number;
+  /** Reuse what a region holds from its last prompt (see region-memory.ts). */
+  promptCache: boolean;
   threads?: number;
   logger: Logger;
 }
@@ -26,6 +29,8 @@ export class LlamaEngine implements Engine {
   private readonly eog: Set<number>;
   private readonly vocabTexts: readonly string[];
   private readonly vocabKind: VocabKind;
+  private readonly memories: RegionMemory[];
+  private readonly promptCache: boolean;
   private closed = false;
 
   private constructor(
@@ -38,6 +43,8 @@ export class LlamaEngine implements Engine {
     threads: number,
   ) {
     this.queue = new RegionQueue(sequences.length);
+    this.memories = sequences.map(() => emptyMemory());
+    this.promptCache = opts.promptCache;
     const meta = model.fileInfo.metadata;
     const tokenizer = meta.tokenizer.ggml as unknown as {model?: string; tokens: string[]};
     this.vocabTexts = tokenizer.tokens;
@@ -120,13 +127,17 @@ export class LlamaEngine implements Engine {
     return Number.isInteger(token) && token >= 0 && token < this.vocabTexts.length;
   }
 
-  async acquire(opts: {signal: AbortSignal; timeoutMs: number}): Promise<RegionLease> {
-    const id = await this.queue.acquire(opts);
+  async acquire(opts: {signal: AbortSignal; timeoutMs: number; prompt?: readonly number[]}): Promise<RegionLease> {
+    const {prompt} = opts;
+    const choose = prompt && this.promptCache ? (free: number[]) => bestRegion(free, this.memories, prompt, this.info.promptPiece) : undefined;
+    const id = await this.queue.acquire({signal: opts.signal, timeoutMs: opts.timeoutMs, choose});
     return this.lease(id);
   }
 
   private lease(id: number): RegionLease {
     const seq = this.sequences[id]!;
+    // With the cache off, the region's memory is forgotten, so nothing is reused.
+    if (!this.promptCache) this.memories[id] = emptyMemory();
     const stats: DecodeStats = {promptTokens: 0, cachedTokens: 0, promptMs: 0, predictedTokens: 0, predictedMs: 0};
     let released = false;
     return {
@@ -134,18 +145,13 @@ export class LlamaEngine implements Engine {
       stats,
       decode: (job: DecodeJob) => runOnRegion(seq, job, this.info.promptPiece, stats, {
         set: (generating) => (generating ? this.policy.generating.add(id) : this.policy.generating.delete(id)),
-      }),
+      }, this.memories[id]!),
       release: () => {
         if (released) return;
         released = true;
         this.queue.release(id);
       },
     };
-  }
-
-  /** Batch-policy counters, for tuning and tests. */
-  get batchPolicy(): Readonly<BatchPolicyState> {
-    return this.policy;
   }
 
   status(): EngineStatus {
@@ -159,6 +165,7 @@ export class LlamaEngine implements Engine {
       })),
       queued: this.queue.queued,
       longestWaitS: this.queue.longestWaitS(),
+      stepWaitsTimedOut: this.policy.waitsTimedOut,
     };
   }
 

@@ -1,23 +1,15 @@
-// One request's run on one region: the prompt fed in pieces that end at absolute multiples of the piece
-// size (so how a prompt is cut never depends on batching or on what else runs), then token-by-token
-// sampling with the library's native sampler chain. Cancellation is checked between pieces and between
-// steps. Context overflow is never shifted: the caller fits the budget, and a backstop strategy throws.
+// One request's run on one region: the part of the prompt the region already holds (whole aligned pieces,
+// see region-memory.ts) is kept, the rest is fed in pieces that end at absolute multiples of the piece
+// size (so how a prompt is cut never depends on batching, caching or what else runs), then tokens are
+// generated: with the library's native sampler chain, or scored against the raw logits when log
+// probabilities are wanted. Cancellation is checked between pieces and between steps.
 
 import type {LlamaContextSequence, LlamaContextSequenceRepeatPenalty, SequenceEvaluateOptions, Token} from "node-llama-cpp";
 import type {SamplingParams} from "../../core/generation.ts";
 import type {DecodeEnd, DecodeJob, DecodeRun, DecodeStats} from "../engine.ts";
-
-export class ContextOverflowError extends Error {
-  constructor() {
-    super("the region is full: no position left for another token");
-  }
-}
-
-const neverShift = {
-  strategy: (): never => {
-    throw new ContextOverflowError();
-  },
-};
+import {ContextOverflowError, neverShift} from "./context-overflow.ts";
+import {reusableLength, type RegionMemory} from "./region-memory.ts";
+import {scoredGeneration} from "./scored-decode.ts";
 
 /** Cut points for prompt tokens [start, end): every piece ends at a multiple of `piece`, except the last. */
 export function promptPieces(start: number, end: number, piece: number): [number, number][] {
@@ -63,28 +55,50 @@ export interface GeneratingMark {
   set(generating: boolean): void;
 }
 
-export async function* runOnRegion(seq: LlamaContextSequence, job: DecodeJob, piece: number, stats: DecodeStats, mark: GeneratingMark): DecodeRun {
+export async function* runOnRegion(seq: LlamaContextSequence, job: DecodeJob, piece: number, stats: DecodeStats, mark: GeneratingMark,
+  memory: RegionMemory): DecodeRun {
   const started = performance.now();
   // node-llama-cpp brands token ids; ours are plain numbers checked at the edge.
   const prompt = job.prompt as Token[];
   stats.promptTokens = prompt.length;
-  // No cross-request reuse yet (the prompt-cache issue adds it): start from an empty region.
-  if (seq.nextTokenIndex > 0) await seq.clearHistory();
-  stats.cachedTokens = 0;
   if (prompt.length === 0) throw new Error("empty prompt");
+  const reuse = reusableLength(memory, prompt, piece);
+  if (seq.nextTokenIndex > reuse) await seq.eraseContextTokenRanges([{start: reuse, end: seq.nextTokenIndex}]);
+  memory.tokens = [...prompt];
+  memory.aligned = reuse;
+  stats.cachedTokens = reuse;
 
-  const pieces = promptPieces(0, prompt.length, piece);
+  const pieces = promptPieces(reuse, prompt.length, piece);
   const last = pieces.pop()!;
   yield {kind: "progress", processed: stats.cachedTokens, elapsedMs: 0};
   for (const [a, b] of pieces) {
     if (job.signal.aborted) return {reason: "cancelled"};
     await seq.evaluateWithoutGeneratingNewTokens(prompt.slice(a, b), {contextShift: neverShift});
+    memory.aligned = b;
     yield {kind: "progress", processed: b, elapsedMs: performance.now() - started};
   }
   if (job.signal.aborted) return {reason: "cancelled"};
+  // The last piece is evaluated together with the first sampling step; its KV is the same as a plain
+  // evaluation's, so when it ends on a piece boundary it is reusable too.
+  const lastPiece = prompt.slice(last[0], last[1]);
+  const lastAligned = last[1] % piece === 0 ? last[1] : memory.aligned;
+  if (job.logprobs) {
+    const run = scoredGeneration(seq, lastPiece, job, stats, mark, started);
+    try {
+      for (;;) {
+        const r = await run.next();
+        if (r.done) return r.value;
+        if (r.value.kind === "token") memory.aligned = lastAligned;
+        yield r.value;
+      }
+    } finally {
+      // Reached also when our consumer stops early: the inner run must clear its generating mark.
+      await run.return({reason: "cancelled"});
+    }
+  }
 
   const generated: Token[] = [];
-  const gen = seq.evaluate(prompt.slice(last[0], last[1]), samplerOptions(job.sampling, () => generated));
+  const gen = seq.evaluate(lastPiece, samplerOptions(job.sampling, () => generated));
   let firstTokenAt = 0;
   let end: DecodeEnd = {reason: "length"};
   try {
@@ -100,6 +114,7 @@ export async function* runOnRegion(seq: LlamaContextSequence, job: DecodeJob, pi
       const token: number = res.value;
       if (firstTokenAt === 0) {
         firstTokenAt = performance.now();
+        memory.aligned = lastAligned;
         stats.promptMs = firstTokenAt - started;
         yield {kind: "progress", processed: prompt.length, elapsedMs: stats.promptMs};
       }

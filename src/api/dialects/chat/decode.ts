@@ -4,6 +4,7 @@ import {invalidField, invalidRequest} from "../../../core/errors.ts";
 import type {GenerationRequest} from "../../../core/generation.ts";
 import type {TemplateMessage} from "../../../templates/chat-template.ts";
 import {decodeSampling, decodeStops, notYet, resolveBudget} from "../../fields/common.ts";
+import {resolveLogprobs} from "../../fields/logprobs.ts";
 import {parseBody} from "../../fields/validate.ts";
 import {chatRequestSchema, type ChatMessageBody, type ChatRequestBody} from "./schema.ts";
 
@@ -66,9 +67,17 @@ function toTemplateMessages(messages: ChatMessageBody[]): TemplateMessage[] {
 export function decodeChat(raw: unknown, ctx: ChatDecodeContext): DecodedChat {
   const body = parseBody(chatRequestSchema, raw);
   if (body.n != null && body.n > 1) throw invalidField("n", "only one choice per request is supported (n = 1)");
-  if (body.logprobs || body.top_logprobs != null) notYet(body.logprobs ? "logprobs" : "top_logprobs", "log probabilities on the chat route");
   const format = body.response_format?.type;
-  if (format !== undefined && format !== "text") notYet("response_format", `response_format of type "${format}"`);
+  const hasSchema = format !== undefined && format !== "text";
+  if (body.top_logprobs != null && body.top_logprobs > 0 && !body.logprobs) {
+    throw invalidField("top_logprobs", "needs logprobs: true");
+  }
+  const stream = body.stream ?? false;
+  const maxTokens = resolveBudget(body, ctx.maxTokensCap, "refuse");
+  const sampling = decodeSampling(body);
+  const logprobs = resolveLogprobs({wanted: body.logprobs ?? false, top: body.top_logprobs ?? 0, field: "logprobs", topField: "top_logprobs",
+    stream, budget: maxTokens, temperature: sampling.temperature, hasSchema});
+  if (hasSchema) notYet("response_format", `response_format of type "${format}"`);
   if (body.tools && body.tools.length > 0) notYet("tools", "tool calling");
   if (body.guard !== undefined && body.guard !== null && body.guard !== false) notYet("guard", "the streaming guard");
 
@@ -93,7 +102,6 @@ export function decodeChat(raw: unknown, ctx: ChatDecodeContext): DecodedChat {
     enableThinking = false;
   }
 
-  const stream = body.stream ?? false;
   const request: GenerationRequest = {
     requestId: ctx.requestId,
     prompt: {
@@ -104,11 +112,12 @@ export function decodeChat(raw: unknown, ctx: ChatDecodeContext): DecodedChat {
       enableThinking,
       templateKwargs: kwargs,
     },
-    maxTokens: resolveBudget(body, ctx.maxTokensCap, "refuse"),
-    sampling: decodeSampling(body),
+    maxTokens,
+    sampling,
     stop: decodeStops(body.stop),
     stopTokenIds: body.stop_token_ids ?? [],
     wantProgress: stream && (body.return_progress ?? false),
+    logprobs,
     signal: ctx.signal,
   };
   return {body, request, stream, includeUsage: stream && (body.stream_options?.include_usage ?? false)};

@@ -40,7 +40,12 @@ export function chatCompletionBody(who: ChatIdentity, events: GenerationEvent[])
     object: "chat.completion",
     created: who.created,
     model: who.model,
-    choices: [{index: 0, message: {role: "assistant", content, refusal: null}, logprobs: null, finish_reason: done.finishReason}],
+    choices: [{
+      index: 0,
+      message: {role: "assistant", content, refusal: null},
+      logprobs: done.logprobs ? {content: done.logprobs, refusal: null} : null,
+      finish_reason: done.finishReason,
+    }],
     usage: chatUsage(done.usage),
     timings: done.timings,
   };

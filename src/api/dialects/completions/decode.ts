@@ -2,7 +2,8 @@
 
 import {invalidField} from "../../../core/errors.ts";
 import type {GenerationRequest, PromptSpec} from "../../../core/generation.ts";
-import {decodeSampling, decodeStops, notYet, resolveBudget} from "../../fields/common.ts";
+import {decodeSampling, decodeStops, resolveBudget} from "../../fields/common.ts";
+import {resolveLogprobs} from "../../fields/logprobs.ts";
 import {parseBody} from "../../fields/validate.ts";
 import {completionsRequestSchema, type CompletionsRequestBody} from "./schema.ts";
 
@@ -28,16 +29,21 @@ export function decodeCompletion(raw: unknown, ctx: {requestId: string; signal: 
   if (body.best_of != null && body.best_of > 1) throw invalidField("best_of", "only 1 is supported");
   if (body.echo) throw invalidField("echo", "echoing the prompt back is not supported");
   if (body.suffix) throw invalidField("suffix", "fill-in-the-middle suffixes are not supported");
-  if (body.logprobs != null && body.logprobs > 0) notYet("logprobs", "log probabilities on the completions route");
   const stream = body.stream ?? false;
+  const maxTokens = resolveBudget(body, ctx.maxTokensCap, "refuse");
+  const sampling = decodeSampling(body);
+  // OpenAI's legacy field: a number of alternatives; 0 still returns the chosen tokens' log probabilities.
+  const logprobs = resolveLogprobs({wanted: body.logprobs != null, top: body.logprobs ?? 0, field: "logprobs", topField: "logprobs",
+    stream, budget: maxTokens, temperature: sampling.temperature, hasSchema: false});
   const request: GenerationRequest = {
     requestId: ctx.requestId,
     prompt: decodePrompt(body.prompt),
-    maxTokens: resolveBudget(body, ctx.maxTokensCap, "refuse"),
-    sampling: decodeSampling(body),
+    maxTokens,
+    sampling,
     stop: decodeStops(body.stop),
     stopTokenIds: body.stop_token_ids ?? [],
     wantProgress: stream && (body.return_progress ?? false),
+    logprobs,
     signal: ctx.signal,
   };
   return {body, request, stream, includeUsage: stream && (body.stream_options?.include_usage ?? false)};

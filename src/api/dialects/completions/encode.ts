@@ -2,7 +2,7 @@
 
 import type {Completion} from "openai/resources/completions";
 import type {ApiError} from "../../../core/errors.ts";
-import type {GenerationEvent, PromptProgress, Timings, UsageCounts} from "../../../core/generation.ts";
+import type {GenerationEvent, PromptProgress, Timings, TokenLogprob, UsageCounts} from "../../../core/generation.ts";
 import {openAiErrorBody} from "../../error-body.ts";
 import type {StreamEncoder} from "../../serve-generation.ts";
 
@@ -13,6 +13,23 @@ export interface CompletionIdentity {
 }
 
 type Usage = NonNullable<Completion["usage"]>;
+type Logprobs = NonNullable<Completion["choices"][number]["logprobs"]>;
+
+/** The legacy shape: parallel arrays, alternatives as {token: logprob} maps, offsets into the text. */
+function legacyLogprobs(entries: TokenLogprob[], withTop: boolean): Logprobs {
+  const offsets: number[] = [];
+  let at = 0;
+  for (const e of entries) {
+    offsets.push(at);
+    at += e.token.length;
+  }
+  return {
+    tokens: entries.map((e) => e.token),
+    token_logprobs: entries.map((e) => e.logprob),
+    ...(withTop ? {top_logprobs: entries.map((e) => Object.fromEntries(e.top_logprobs.map((t) => [t.token, t.logprob])))} : {}),
+    text_offset: offsets,
+  };
+}
 
 function usage(u: UsageCounts): Usage {
   return {
@@ -24,7 +41,7 @@ function usage(u: UsageCounts): Usage {
   };
 }
 
-export function completionBody(who: CompletionIdentity, events: GenerationEvent[]): Completion & {timings: Timings} {
+export function completionBody(who: CompletionIdentity, events: GenerationEvent[], topAsked = 0): Completion & {timings: Timings} {
   let text = "";
   let done: Extract<GenerationEvent, {type: "done"}> | undefined;
   for (const ev of events) {
@@ -37,7 +54,7 @@ export function completionBody(who: CompletionIdentity, events: GenerationEvent[
     object: "text_completion",
     created: who.created,
     model: who.model,
-    choices: [{index: 0, text, logprobs: null, finish_reason: done.finishReason}],
+    choices: [{index: 0, text, logprobs: done.logprobs ? legacyLogprobs(done.logprobs, topAsked > 0) : null, finish_reason: done.finishReason}],
     usage: usage(done.usage),
     timings: done.timings,
   };

@@ -17,7 +17,7 @@ export function registerCompletionsRoutes(app: FastifyInstance, deps: ServerDeps
       route: "completions",
       stream: decoded.stream,
       genRequest: decoded.request,
-      collect: (events) => completionBody(who, events),
+      collect: (events) => completionBody(who, events, decoded.request.logprobs?.top ?? 0),
       encoder: () => completionStreamEncoder(who, decoded.includeUsage),
     });
   };
