@@ -10,6 +10,7 @@ import {registerTokenizeRoutes} from "./api/ops/tokenize-routes.ts";
 import {buildServer} from "./api/server.ts";
 import type {Config} from "./config/config.ts";
 import {LlamaEngine} from "./engine/llama/llama-engine.ts";
+import {SchemaCache} from "./grammar/index.ts";
 import {resolveModel} from "./models/resolve.ts";
 import type {Logger} from "./observability/log.ts";
 import {GenerationPipeline} from "./pipeline/generate.ts";
@@ -66,6 +67,7 @@ export async function createApp(config: Config, logger: Logger): Promise<App> {
     config,
     engine,
     pipeline,
+    schemas: new SchemaCache(),
     template,
     model: {id: config.modelId, path: resolved.path, sha256: resolved.sha256, source: resolved.source},
     logger,

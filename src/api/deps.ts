@@ -2,6 +2,7 @@
 
 import type {Config} from "../config/config.ts";
 import type {Engine} from "../engine/engine.ts";
+import type {SchemaCache} from "../grammar/index.ts";
 import type {Logger} from "../observability/log.ts";
 import type {GenerationPipeline} from "../pipeline/generate.ts";
 import type {ChatTemplate} from "../templates/chat-template.ts";
@@ -17,6 +18,8 @@ export interface ServerDeps {
   config: Config;
   engine: Engine;
   pipeline: GenerationPipeline;
+  /** Compiled JSON schemas, shared by every route that takes one. */
+  schemas: SchemaCache;
   template: ChatTemplate | null;
   model: ModelIdentity;
   logger: Logger;

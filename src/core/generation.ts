@@ -47,6 +47,8 @@ export interface GenerationRequest {
   wantProgress: boolean;
   /** Log probability of each generated token under the model's own distribution, with `top` alternatives. */
   logprobs: {top: number} | null;
+  /** A compiled JSON schema (GBNF) every token must follow; null = free text. */
+  grammar: {gbnf: string; key: string} | null;
   signal: AbortSignal;
 }
 

@@ -3,6 +3,9 @@
 
 import type {SamplingParams} from "../core/generation.ts";
 
+/** Under a grammar, at most this many whitespace-only tokens may follow one another (the spec's bound). */
+export const MAX_WHITESPACE_TOKENS_IN_A_ROW = 2;
+
 export interface EngineInfo {
   /** Front-end-independent engine identity, e.g. "node-llama-cpp 3.22.1 (llama.cpp v0.5.0)". */
   version: string;
@@ -48,6 +51,8 @@ export interface DecodeJob {
   sampling: SamplingParams;
   /** Score every generated token against the raw distribution, with `top` alternatives (0 to 20). */
   logprobs?: {top: number};
+  /** Constrain every token to this GBNF grammar (root rule "root"); `key` identifies it for caching. */
+  grammar?: {gbnf: string; key: string};
   /** Already fitted to the region: prompt.length + maxTokens <= contextSize. */
   maxTokens: number;
   stopTokenIds: ReadonlySet<number>;
@@ -91,6 +96,8 @@ export interface Engine {
   readonly info: EngineInfo;
   tokenize(text: string, opts: {special: boolean}): number[];
   detokenize(tokens: readonly number[], opts: {special: boolean; context?: readonly number[]}): string;
+  /** Prepares a grammar for later jobs (compiles it in the engine, cached by key); throws if the engine refuses it. */
+  prepareGrammar(grammar: {gbnf: string; key: string}): Promise<void>;
   /** The exact bytes a token stands for (byte-level BPE and SentencePiece byte tokens decoded). */
   tokenBytes(token: number): Uint8Array;
   isValidToken(token: number): boolean;

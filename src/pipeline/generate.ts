@@ -48,7 +48,7 @@ export class GenerationRun implements AsyncIterable<GenerationEvent> {
     const {engine, req, lease} = this;
     const stopIds = new Set([...engine.info.eogTokenIds, ...req.stopTokenIds]);
     const run = lease.decode({prompt: this.promptTokens, sampling: req.sampling, maxTokens: this.maxTokens, stopTokenIds: stopIds, signal: req.signal,
-      logprobs: req.logprobs ?? undefined});
+      logprobs: req.logprobs ?? undefined, grammar: req.grammar ?? undefined});
     const logprobs: TokenLogprob[] | null = req.logprobs ? [] : null;
     const detok = new IncrementalDetokenizer((tokens, context) => engine.detokenize(tokens, {special: false, context}));
     const stops = new StopMatcher(req.stop);
@@ -115,6 +115,12 @@ export class GenerationPipeline {
   async start(req: GenerationRequest): Promise<GenerationRun> {
     const prompt = buildPrompt(req.prompt, this.engine, this.template);
     const maxTokens = this.fitBudget(prompt.tokens.length, req.maxTokens);
+    if (req.grammar) {
+      // Compiled once per distinct schema; a grammar the engine rejects is our compiler's fault, so a 500 that says so.
+      await this.engine.prepareGrammar(req.grammar).catch((err: Error) => {
+        throw new ApiError("server_error", `internal error: the engine rejected the grammar compiled from this schema (${err.message})`);
+      });
+    }
     const lease = await this.engine.acquire({signal: req.signal, timeoutMs: this.opts.queueTimeoutMs, prompt: prompt.tokens});
     return new GenerationRun(this.engine, lease, req, prompt.tokens, maxTokens);
   }

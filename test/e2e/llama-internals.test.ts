@@ -6,7 +6,7 @@ import {availableParallelism, homedir} from "node:os";
 import {join} from "node:path";
 import {after, before, describe, test} from "node:test";
 import {getLlama, type Llama, type LlamaContext, type LlamaModel, type Token} from "node-llama-cpp";
-import {INTERNAL_MEMBERS, PINNED_NODE_LLAMA_CPP, queuedDecodes, sequenceIdOf, type QueuedDecodeView} from "../../src/engine/llama/internals.ts";
+import {grammarAcceptsText, INTERNAL_MEMBERS, PINNED_NODE_LLAMA_CPP, queuedDecodes, sequenceIdOf, type QueuedDecodeView} from "../../src/engine/llama/internals.ts";
 import {DEFAULT_MAIN_MODEL_SPEC} from "../../src/models/known-files.ts";
 import {resolveModel} from "../../src/models/resolve.ts";
 import {createMemoryLogger} from "../../src/observability/log.ts";
@@ -31,7 +31,16 @@ describe("node-llama-cpp internals", () => {
     assert.equal(pkg.version, PINNED_NODE_LLAMA_CPP);
     const ours = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8"));
     assert.equal(ours.dependencies["node-llama-cpp"], PINNED_NODE_LLAMA_CPP, "package.json pins it exactly");
-    assert.deepEqual([...INTERNAL_MEMBERS].sort(), ["LlamaContext._queuedDecodes[].sequenceId", "LlamaContext._queuedDecodes[].tokens", "LlamaContextSequence._sequenceId"]);
+    assert.deepEqual([...INTERNAL_MEMBERS].sort(), ["LlamaContext._queuedDecodes[].sequenceId", "LlamaContext._queuedDecodes[].tokens",
+      "LlamaContextSequence._sequenceId", "LlamaGrammar._testText (tests only)"]);
+  });
+
+  test("LlamaGrammar._testText tells whole-text matches", async () => {
+    const grammar = await llama.createGrammar({grammar: 'root ::= "yes" | "no"'});
+    assert.equal(grammarAcceptsText(grammar, "yes"), true);
+    assert.equal(grammarAcceptsText(grammar, "no"), true);
+    assert.equal(grammarAcceptsText(grammar, "yess"), false);
+    assert.equal(grammarAcceptsText(grammar, "ye"), false);
   });
 
   test("sequences get ids 0..N-1 in order (LlamaContextSequence._sequenceId)", async () => {

@@ -6,10 +6,11 @@ import {describe, test} from "node:test";
 import type {ApiError} from "../../src/core/errors.ts";
 import {apiErrorOf} from "../fixtures/api-error.ts";
 import {decodeChat} from "../../src/api/dialects/chat/decode.ts";
+import {SchemaCache} from "../../src/grammar/index.ts";
 import {decodeCompletion} from "../../src/api/dialects/completions/decode.ts";
 
 const signal = new AbortController().signal;
-const ctx = {requestId: "req-1", signal, maxTokensCap: 100};
+const ctx = {requestId: "req-1", signal, maxTokensCap: 100, schemas: new SchemaCache(), grammarEnabled: true};
 const user = (content: unknown) => ({role: "user", content});
 
 function refusedChat(body: unknown): ApiError {
@@ -96,12 +97,17 @@ describe("decodeChat: features not served", () => {
     assert.equal(decodeChat({messages: [user("hi")], logprobs: false}, ctx).request.logprobs, null);
   });
 
-  test("response_format json_schema / json_object refused; text accepted", () => {
-    const err = refusedChat({messages: [user("hi")], response_format: {type: "json_schema", json_schema: {name: "x", schema: {}}}});
-    assert.equal(err.message, 'response_format: response_format of type "json_schema" is not available in this build of the server (see GET /health)');
-    assert.equal(err.param, "response_format");
-    assert.equal(refusedChat({messages: [user("hi")], response_format: {type: "json_object"}}).param, "response_format");
-    assert.doesNotThrow(() => decodeChat({messages: [user("hi")], response_format: {type: "text"}}, ctx));
+  test("response_format: json_schema and json_object compile to a grammar; text is free; off with SVC_GRAMMAR=0", () => {
+    const schema = decodeChat({messages: [user("hi")], response_format: {type: "json_schema", json_schema: {name: "x", schema: {type: "object", properties: {a: {type: "integer"}}}}}}, ctx);
+    assert.match(schema.request.grammar!.gbnf, /root ::=/);
+    assert.match(schema.request.grammar!.key, /^[0-9a-f]{64}$/);
+    assert.match(decodeChat({messages: [user("hi")], response_format: {type: "json_object"}}, ctx).request.grammar!.gbnf, /root ::=/);
+    assert.equal(decodeChat({messages: [user("hi")], response_format: {type: "text"}}, ctx).request.grammar, null);
+    const off = apiErrorOf(() => decodeChat({messages: [user("hi")], response_format: {type: "json_object"}}, {...ctx, grammarEnabled: false}));
+    assert.equal(off.message, "response_format: structured output is turned off on this server (SVC_GRAMMAR=0)");
+    const bad = refusedChat({messages: [user("hi")], response_format: {type: "json_schema", json_schema: {name: "x", schema: {type: "string", pattern: "^a"}}}});
+    assert.equal(bad.param, "response_format.json_schema.schema");
+    assert.match(bad.message, /^response_format\.json_schema\.schema: .*"pattern"/);
   });
 
   test("tools refused when non-empty; an empty list is fine", () => {
@@ -241,6 +247,7 @@ describe("decodeChat: the request", () => {
       stopTokenIds: [],
       wantProgress: false,
       logprobs: null,
+      grammar: null,
       signal,
     });
   });

@@ -3,12 +3,13 @@
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
 import {decodeChat} from "../../src/api/dialects/chat/decode.ts";
+import {SchemaCache} from "../../src/grammar/index.ts";
 import {decodeCompletion} from "../../src/api/dialects/completions/decode.ts";
 import {penalize, pickToken, seededRandom} from "../../src/engine/logit-sampler.ts";
 import {DEFAULT_SAMPLING} from "../../src/api/fields/common.ts";
 import {apiErrorOf} from "../fixtures/api-error.ts";
 
-const ctx = {requestId: "r", signal: new AbortController().signal, maxTokensCap: 1000};
+const ctx = {requestId: "r", signal: new AbortController().signal, maxTokensCap: 1000, schemas: new SchemaCache(), grammarEnabled: true};
 const messages = [{role: "user", content: "Is this good?"}, {role: "assistant", content: "Answer:"}];
 const scoring = {messages, continue_final_message: true, add_generation_prompt: false, max_tokens: 1, temperature: 0, logprobs: true, top_logprobs: 5};
 const chatError = (over: object) => apiErrorOf(() => decodeChat({...scoring, ...over}, ctx));

@@ -1,6 +1,8 @@
 // Server state: /health (the authoritative account of what this build supports), /props, /slots, /v1/models.
 
 import type {FastifyInstance} from "fastify";
+import {REFUSED_KEYWORDS, UNENFORCED_KEYWORDS} from "../../grammar/index.ts";
+import {MAX_WHITESPACE_TOKENS_IN_A_ROW} from "../../engine/engine.ts";
 import {BUDGET_ALIASES, DEFAULT_SAMPLING} from "../fields/common.ts";
 import type {ServerDeps} from "../deps.ts";
 
@@ -8,7 +10,8 @@ import type {ServerDeps} from "../deps.ts";
 export const SUPPORTED_FIELDS = {
   chat: ["messages", "model", ...BUDGET_ALIASES, "temperature", "top_p", "top_k", "min_p", "presence_penalty", "frequency_penalty",
     "repeat_penalty", "repeat_last_n", "seed", "stop", "stop_token_ids", "stream", "stream_options.include_usage", "return_progress", "n (1)",
-    "continue_final_message", "add_generation_prompt", "chat_template_kwargs", "reasoning_effort", "logprobs", "top_logprobs (<= 20)"],
+    "continue_final_message", "add_generation_prompt", "chat_template_kwargs", "reasoning_effort", "logprobs", "top_logprobs (<= 20)",
+    "response_format (json_schema, json_object)"],
   completions: ["prompt", "model", ...BUDGET_ALIASES, "temperature", "top_p", "top_k", "min_p", "presence_penalty", "frequency_penalty",
     "repeat_penalty", "repeat_last_n", "seed", "stop", "stop_token_ids", "stream", "stream_options.include_usage", "return_progress", "n (1)",
     "logprobs (0 to 20 alternatives)"],
@@ -36,6 +39,18 @@ export function registerStateRoutes(app: FastifyInstance, deps: ServerDeps): voi
       supported_fields: SUPPORTED_FIELDS,
       routes: ["POST /v1/chat/completions", "POST /v1/completions", "GET /v1/models", "GET /health", "GET /props", "GET /slots",
         "POST /tokenize", "POST /detokenize"],
+      structured_output: {
+        enabled: config.grammar,
+        response_format: ["json_schema", "json_object"],
+        enforced_keywords: ["type", "properties", "required", "additionalProperties", "items", "minItems", "maxItems", "minLength", "maxLength",
+          "enum", "const", "anyOf", "oneOf (as anyOf)", "$ref", "$defs"],
+        unenforced_keywords: UNENFORCED_KEYWORDS,
+        refused_keywords: REFUSED_KEYWORDS,
+        whitespace_tokens_in_a_row: MAX_WHITESPACE_TOKENS_IN_A_ROW,
+        with_logprobs: "refused",
+        thinking_and_tools_under_a_schema: "not in this build",
+        strict_tools: {enforced: false, reason: "tool calling is not in this build"},
+      },
       token_budget_aliases: [...BUDGET_ALIASES],
       max_tokens_default: config.maxTokensDefault > 0 ? config.maxTokensDefault : null,
       max_tokens_cap: config.maxTokensCap,

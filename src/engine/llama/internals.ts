@@ -2,7 +2,7 @@
 // pinned exactly (package.json); test/unit/llama-internals.test.ts loads the real library and checks each
 // member below still exists and behaves as assumed, so an upgrade fails loudly instead of silently.
 
-import type {LlamaContext, LlamaContextSequence} from "node-llama-cpp";
+import type {LlamaContext, LlamaContextSequence, LlamaGrammar} from "node-llama-cpp";
 
 export const PINNED_NODE_LLAMA_CPP = "3.22.1";
 
@@ -33,9 +33,20 @@ export function sequenceIdOf(sequence: LlamaContextSequence): number {
   return id;
 }
 
+/**
+ * `LlamaGrammar._testText(text)`: whether the whole text matches the grammar (llama.cpp's full-match check).
+ * Used by the grammar tests to prove a compiled grammar accepts and refuses the right texts without a model.
+ */
+export function grammarAcceptsText(grammar: LlamaGrammar, text: string): boolean {
+  const test = (grammar as unknown as {_testText?: (t: string) => boolean})._testText;
+  if (typeof test !== "function") throw new Error("node-llama-cpp internal LlamaGrammar._testText is missing; svc needs node-llama-cpp " + PINNED_NODE_LLAMA_CPP);
+  return test.call(grammar, text);
+}
+
 /** The list above, for the internals test. */
 export const INTERNAL_MEMBERS = [
   "LlamaContext._queuedDecodes[].sequenceId",
   "LlamaContext._queuedDecodes[].tokens",
   "LlamaContextSequence._sequenceId",
+  "LlamaGrammar._testText (tests only)",
 ] as const;

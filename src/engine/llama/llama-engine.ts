@@ -8,6 +8,7 @@ import type {DecodeJob, DecodeStats, Engine, EngineInfo, EngineStatus, RegionLea
 import {RegionQueue} from "../region-queue.ts";
 import {chooseBatch, newBatchPolicyState, type BatchPolicyState} from "./batch-strategy.ts";
 import {PINNED_NODE_LLAMA_CPP, queuedDecodes, sequenceIdOf} from "./internals.ts";
+import {classifyTokens, GrammarConstraint, GrammarStore, type TokenClasses} from "./grammar-constraint.ts";
 import {runOnRegion} from "./region-decode.ts";
 import {bestRegion, emptyMemory, type RegionMemory} from "./region-memory.ts";
 import {tokenTextToBytes, type VocabKind} from "./token-bytes.ts";
@@ -31,6 +32,9 @@ export class LlamaEngine implements Engine {
   private readonly vocabKind: VocabKind;
   private readonly memories: RegionMemory[];
   private readonly promptCache: boolean;
+  private readonly grammars: GrammarStore;
+  /** Token classes for the constraints under a grammar (whitespace runs, closing when the budget runs out). */
+  private readonly tokenClasses: TokenClasses;
   private closed = false;
 
   private constructor(
@@ -45,12 +49,15 @@ export class LlamaEngine implements Engine {
     this.queue = new RegionQueue(sequences.length);
     this.memories = sequences.map(() => emptyMemory());
     this.promptCache = opts.promptCache;
+    this.grammars = new GrammarStore(llama);
     const meta = model.fileInfo.metadata;
     const tokenizer = meta.tokenizer.ggml as unknown as {model?: string; tokens: string[]};
     this.vocabTexts = tokenizer.tokens;
     this.vocabKind = tokenizer.model === "gpt2" ? "gpt2" : tokenizer.model === "llama" ? "llama" : "other";
     this.eog = new Set<number>();
     for (let t = 0; t < this.vocabTexts.length; t++) if (model.isEogToken(t as Token)) this.eog.add(t);
+    const decoder = new TextDecoder();
+    this.tokenClasses = classifyTokens(this.vocabTexts.length, (t) => decoder.decode(this.tokenBytes(t)), (t) => model.isSpecialToken(t as Token));
     const release = llama.llamaCppRelease;
     this.info = {
       version: `node-llama-cpp ${PINNED_NODE_LLAMA_CPP} (llama.cpp ${release.release})`,
@@ -123,6 +130,10 @@ export class LlamaEngine implements Engine {
     return tokenTextToBytes(text, this.vocabKind, this.model.isSpecialToken(token as never));
   }
 
+  async prepareGrammar(grammar: {gbnf: string; key: string}): Promise<void> {
+    await this.grammars.get(grammar.gbnf, grammar.key);
+  }
+
   isValidToken(token: number): boolean {
     return Number.isInteger(token) && token >= 0 && token < this.vocabTexts.length;
   }
@@ -143,9 +154,15 @@ export class LlamaEngine implements Engine {
     return {
       regionId: id,
       stats,
-      decode: (job: DecodeJob) => runOnRegion(seq, job, this.info.promptPiece, stats, {
-        set: (generating) => (generating ? this.policy.generating.add(id) : this.policy.generating.delete(id)),
-      }, this.memories[id]!),
+      decode: (job: DecodeJob) => {
+        const {grammar} = job;
+        const constraint = grammar
+          ? async () => new GrammarConstraint(this.model, await this.grammars.get(grammar.gbnf, grammar.key), this.tokenClasses, job.maxTokens)
+          : undefined;
+        return runOnRegion(seq, job, this.info.promptPiece, stats, {
+          set: (generating) => (generating ? this.policy.generating.add(id) : this.policy.generating.delete(id)),
+        }, this.memories[id]!, constraint);
+      },
       release: () => {
         if (released) return;
         released = true;

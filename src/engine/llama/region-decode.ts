@@ -8,6 +8,7 @@ import type {LlamaContextSequence, LlamaContextSequenceRepeatPenalty, SequenceEv
 import type {SamplingParams} from "../../core/generation.ts";
 import type {DecodeEnd, DecodeJob, DecodeRun, DecodeStats} from "../engine.ts";
 import {ContextOverflowError, neverShift} from "./context-overflow.ts";
+import type {GrammarConstraint} from "./grammar-constraint.ts";
 import {reusableLength, type RegionMemory} from "./region-memory.ts";
 import {scoredGeneration} from "./scored-decode.ts";
 
@@ -23,7 +24,7 @@ export function promptPieces(start: number, end: number, piece: number): [number
   return out;
 }
 
-function samplerOptions(s: SamplingParams, generated: () => Token[]): SequenceEvaluateOptions {
+function samplerOptions(s: SamplingParams, generated: () => Token[], constraint: GrammarConstraint | undefined): SequenceEvaluateOptions {
   const penalize = s.repeatPenalty !== 1 || s.presencePenalty !== 0 || s.frequencyPenalty !== 0;
   let repeatPenalty: LlamaContextSequenceRepeatPenalty | undefined;
   if (penalize && s.repeatLastN !== 0) {
@@ -47,6 +48,7 @@ function samplerOptions(s: SamplingParams, generated: () => Token[]): SequenceEv
     repeatPenalty,
     yieldEogToken: true,
     contextShift: neverShift,
+    ...(constraint ? {grammarEvaluationState: constraint.state, tokenBias: () => constraint.bias()} : {}),
   };
 }
 
@@ -56,8 +58,10 @@ export interface GeneratingMark {
 }
 
 export async function* runOnRegion(seq: LlamaContextSequence, job: DecodeJob, piece: number, stats: DecodeStats, mark: GeneratingMark,
-  memory: RegionMemory): DecodeRun {
+  memory: RegionMemory, makeConstraint?: () => Promise<GrammarConstraint>): DecodeRun {
   const started = performance.now();
+  if (makeConstraint && job.logprobs) throw new Error("log probabilities under a grammar are not supported (the dialect refuses this)");
+  const constraint = makeConstraint ? await makeConstraint() : undefined;
   // node-llama-cpp brands token ids; ours are plain numbers checked at the edge.
   const prompt = job.prompt as Token[];
   stats.promptTokens = prompt.length;
@@ -98,7 +102,7 @@ export async function* runOnRegion(seq: LlamaContextSequence, job: DecodeJob, pi
   }
 
   const generated: Token[] = [];
-  const gen = seq.evaluate(lastPiece, samplerOptions(job.sampling, () => generated));
+  const gen = seq.evaluate(lastPiece, samplerOptions(job.sampling, () => generated, constraint));
   let firstTokenAt = 0;
   let end: DecodeEnd = {reason: "length"};
   try {
@@ -123,6 +127,7 @@ export async function* runOnRegion(seq: LlamaContextSequence, job: DecodeJob, pi
         break;
       }
       generated.push(res.value);
+      constraint?.accept(token);
       stats.predictedTokens = generated.length;
       stats.predictedMs = performance.now() - firstTokenAt;
       mark.set(generated.length < job.maxTokens);

@@ -4,7 +4,9 @@ import {invalidField, invalidRequest} from "../../../core/errors.ts";
 import type {GenerationRequest} from "../../../core/generation.ts";
 import type {TemplateMessage} from "../../../templates/chat-template.ts";
 import {decodeSampling, decodeStops, notYet, resolveBudget} from "../../fields/common.ts";
+import type {SchemaCache} from "../../../grammar/index.ts";
 import {resolveLogprobs} from "../../fields/logprobs.ts";
+import {compileFormat} from "../../fields/response-format.ts";
 import {parseBody} from "../../fields/validate.ts";
 import {chatRequestSchema, type ChatMessageBody, type ChatRequestBody} from "./schema.ts";
 
@@ -19,6 +21,9 @@ export interface ChatDecodeContext {
   requestId: string;
   signal: AbortSignal;
   maxTokensCap: number;
+  /** Compiled schemas (shared cache) and SVC_GRAMMAR. */
+  schemas: SchemaCache;
+  grammarEnabled: boolean;
 }
 
 const MEDIA_PARTS: Record<string, string> = {
@@ -67,8 +72,8 @@ function toTemplateMessages(messages: ChatMessageBody[]): TemplateMessage[] {
 export function decodeChat(raw: unknown, ctx: ChatDecodeContext): DecodedChat {
   const body = parseBody(chatRequestSchema, raw);
   if (body.n != null && body.n > 1) throw invalidField("n", "only one choice per request is supported (n = 1)");
-  const format = body.response_format?.type;
-  const hasSchema = format !== undefined && format !== "text";
+  const rf = body.response_format;
+  const hasSchema = rf != null && rf.type !== "text";
   if (body.top_logprobs != null && body.top_logprobs > 0 && !body.logprobs) {
     throw invalidField("top_logprobs", "needs logprobs: true");
   }
@@ -77,7 +82,9 @@ export function decodeChat(raw: unknown, ctx: ChatDecodeContext): DecodedChat {
   const sampling = decodeSampling(body);
   const logprobs = resolveLogprobs({wanted: body.logprobs ?? false, top: body.top_logprobs ?? 0, field: "logprobs", topField: "top_logprobs",
     stream, budget: maxTokens, temperature: sampling.temperature, hasSchema});
-  if (hasSchema) notYet("response_format", `response_format of type "${format}"`);
+  const grammar = compileFormat(
+    !rf || rf.type === "text" ? {kind: "text"} : rf.type === "json_object" ? {kind: "json_object"} : {kind: "json_schema", schema: rf.json_schema.schema},
+    {schemas: ctx.schemas, enabled: ctx.grammarEnabled, field: rf?.type === "json_schema" ? "response_format.json_schema.schema" : "response_format"});
   if (body.tools && body.tools.length > 0) notYet("tools", "tool calling");
   if (body.guard !== undefined && body.guard !== null && body.guard !== false) notYet("guard", "the streaming guard");
 
@@ -118,6 +125,7 @@ export function decodeChat(raw: unknown, ctx: ChatDecodeContext): DecodedChat {
     stopTokenIds: body.stop_token_ids ?? [],
     wantProgress: stream && (body.return_progress ?? false),
     logprobs,
+    grammar,
     signal: ctx.signal,
   };
   return {body, request, stream, includeUsage: stream && (body.stream_options?.include_usage ?? false)};

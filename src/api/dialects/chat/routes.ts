@@ -11,7 +11,8 @@ export function registerChatRoutes(app: FastifyInstance, deps: ServerDeps): void
   const handler = async (req: import("fastify").FastifyRequest, reply: import("fastify").FastifyReply) => {
     const id = `chatcmpl-${randomBytes(12).toString("hex")}`;
     const abort = hangUpSignal(req, reply);
-    const decoded = decodeChat(req.body, {requestId: id, signal: abort.signal, maxTokensCap: deps.config.maxTokensCap});
+    const decoded = decodeChat(req.body, {requestId: id, signal: abort.signal, maxTokensCap: deps.config.maxTokensCap,
+      schemas: deps.schemas, grammarEnabled: deps.config.grammar});
     const who = {id, created: Math.floor(Date.now() / 1000), model: deps.model.id};
     await serveGeneration(deps, req, reply, {
       route: "chat",

@@ -36,7 +36,19 @@ export const chatRequestSchema = z.looseObject({
   n: z.number().int().min(1).nullish(),
   logprobs: z.boolean().nullish(),
   top_logprobs: z.number().int().min(0).nullish(),
-  response_format: z.looseObject({type: z.string()}).nullish(),
+  response_format: z.union([
+    z.looseObject({type: z.literal("text")}),
+    z.looseObject({type: z.literal("json_object")}),
+    z.looseObject({
+      type: z.literal("json_schema"),
+      json_schema: z.looseObject({
+        name: z.string().max(64).optional(),
+        description: z.string().optional(),
+        schema: z.union([z.record(z.string(), z.unknown()), z.boolean()]),
+        strict: z.boolean().nullish(),
+      }),
+    }),
+  ], {error: "must be {type: \"text\"}, {type: \"json_object\"} or {type: \"json_schema\", json_schema: {name, schema}}"}).nullish(),
   tools: z.array(z.unknown()).nullish(),
   tool_choice: z.unknown().optional(),
   continue_final_message: z.boolean().nullish(),

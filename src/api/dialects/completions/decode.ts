@@ -44,6 +44,7 @@ export function decodeCompletion(raw: unknown, ctx: {requestId: string; signal: 
     stopTokenIds: body.stop_token_ids ?? [],
     wantProgress: stream && (body.return_progress ?? false),
     logprobs,
+    grammar: null,
     signal: ctx.signal,
   };
   return {body, request, stream, includeUsage: stream && (body.stream_options?.include_usage ?? false)};

@@ -1,0 +1,166 @@
+// Structured output on the real model through the openai client: every reply to every schema of a
+// 50-schema corpus, greedy and sampled with two seeds, parses and validates with ajv; seeds repeat;
+// greedy constrained output is identical alone and batched; streams too; refusals name the reason.
+
+import assert from "node:assert/strict";
+import {after, before, describe, test} from "node:test";
+import ajvModule from "ajv/dist/2020.js";
+import type OpenAI from "openai";
+import {UNENFORCED_KEYWORDS} from "../../src/grammar/index.ts";
+import {CORPUS, type CorpusEntry} from "../fixtures/schemas/corpus.ts";
+import {get, post, startServer, type RunningServer} from "./harness.ts";
+
+let server: RunningServer;
+// ajv ships CommonJS: its class is the module itself and also its `default`.
+const ajv = new ajvModule.default({strict: false, allErrors: true});
+
+before(async () => {
+  server = await startServer({SVC_PARALLEL: "4"});
+});
+after(async () => {
+  await server?.stop();
+});
+
+function ask(entry: CorpusEntry, extra: Record<string, unknown> = {}) {
+  return {
+    model: "m",
+    messages: [{role: "system" as const, content: "Answer with JSON only."}, {role: "user" as const, content: entry.prompt}],
+    response_format: {type: "json_schema" as const, json_schema: {name: entry.name.replace(/[^a-zA-Z0-9_-]/g, "_"), schema: entry.schema}},
+    max_tokens: 512,
+    ...extra,
+  };
+}
+
+async function inBatches<T, R>(items: T[], width: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = [];
+  for (let i = 0; i < items.length; i += width) out.push(...(await Promise.all(items.slice(i, i + width).map(fn))));
+  return out;
+}
+
+/**
+ * The schema as the server promises to enforce it: the spec's "accepted, not enforced" keywords (numeric
+ * bounds, multipleOf, annotations) removed at schema positions, so ajv judges exactly the enforced part.
+ */
+function enforcedPart(schema: unknown): unknown {
+  if (schema === null || typeof schema !== "object" || Array.isArray(schema)) return schema;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(schema)) {
+    if ((UNENFORCED_KEYWORDS as readonly string[]).includes(k)) continue;
+    if (k === "properties" || k === "$defs" || k === "definitions") out[k] = Object.fromEntries(Object.entries(v as object).map(([n, sub]) => [n, enforcedPart(sub)]));
+    else if (k === "anyOf" || k === "oneOf") out[k] = (v as unknown[]).map(enforcedPart);
+    else if (k === "items" || k === "additionalProperties") out[k] = enforcedPart(v);
+    else out[k] = v;
+  }
+  return out;
+}
+
+function checkReply(entry: CorpusEntry, label: string, res: OpenAI.Chat.Completions.ChatCompletion): unknown {
+  const choice = res.choices[0]!;
+  const content = choice.message.content ?? "";
+  assert.equal(choice.finish_reason, "stop", `${entry.name} (${label}) ended by ${choice.finish_reason}: ${content.slice(0, 200)}`);
+  let value: unknown;
+  assert.doesNotThrow(() => (value = JSON.parse(content)), `${entry.name} (${label}) is JSON: ${content.slice(0, 200)}`);
+  const validate = ajv.compile(enforcedPart(entry.schema) as object);
+  assert.ok(validate(value), `${entry.name} (${label}) validates: ${content.slice(0, 200)} — ${ajv.errorsText(validate.errors)}`);
+  assert.equal(content, content.trim(), "the reply is exactly the JSON: nothing after the value");
+  return value;
+}
+
+describe("structured output", () => {
+  const greedy = new Map<string, string>();
+
+  test("every schema of the corpus: greedy and two seeds, all parse and validate", async () => {
+    const runs = CORPUS.flatMap((entry) => [
+      {entry, label: "greedy", extra: {temperature: 0}},
+      {entry, label: "seed 1", extra: {temperature: 0.8, seed: 1}},
+      {entry, label: "seed 2", extra: {temperature: 0.8, seed: 2}},
+    ]);
+    const results = await inBatches(runs, 4, async (r) => ({r, res: await server.client.chat.completions.create(ask(r.entry, r.extra))}));
+    const failures: string[] = [];
+    for (const {r, res} of results) {
+      try {
+        checkReply(r.entry, r.label, res);
+      } catch (err) {
+        failures.push((err as Error).message.split("\n")[0]!);
+      }
+      if (r.label === "greedy") greedy.set(r.entry.name, res.choices[0]!.message.content!);
+    }
+    assert.deepEqual(failures, [], `${failures.length} of ${results.length} replies failed:\n${failures.join("\n")}`);
+  });
+
+  test("greedy constrained output is identical alone and batched; a seed repeats a sampled reply", async () => {
+    for (const entry of CORPUS.slice(0, 8)) {
+      const alone = await server.client.chat.completions.create(ask(entry, {temperature: 0}));
+      assert.equal(alone.choices[0]!.message.content, greedy.get(entry.name), `${entry.name}: alone vs batched`);
+    }
+    const entry = CORPUS.find((e) => e.name === "invoice")!;
+    const [a, b] = await Promise.all([1, 2].map(() => server.client.chat.completions.create(ask(entry, {temperature: 0.8, seed: 77}))));
+    assert.equal(a!.choices[0]!.message.content, b!.choices[0]!.message.content);
+  });
+
+  test("a streamed constrained reply passes the SDK's strict helper and validates", async () => {
+    const entry = CORPUS.find((e) => e.name === "array-of-objects")!;
+    const final = await server.client.chat.completions.stream({...ask(entry, {temperature: 0})}).finalChatCompletion();
+    checkReply(entry, "stream", final as OpenAI.Chat.Completions.ChatCompletion);
+    assert.equal(final.choices[0]!.message.content, greedy.get(entry.name));
+  });
+
+  test("json_object gives a JSON object", async () => {
+    const res = await server.client.chat.completions.create({model: "m", messages: [{role: "user", content: "Describe a cat as JSON."}],
+      response_format: {type: "json_object"}, max_tokens: 400, temperature: 0});
+    const content = res.choices[0]!.message.content!;
+    if (res.choices[0]!.finish_reason === "stop") {
+      const v = JSON.parse(content);
+      assert.ok(v !== null && typeof v === "object" && !Array.isArray(v));
+    } else {
+      assert.match(content, /^\{/, "a budget-cut reply still starts as an object");
+    }
+  });
+
+  test("/health describes structured output", async () => {
+    const h = (await get(`${server.url}/health`)).body.structured_output;
+    assert.equal(h.enabled, true);
+    assert.ok(h.refused_keywords.includes("pattern") && h.refused_keywords.includes("prefixItems"));
+    assert.ok(h.unenforced_keywords.includes("minimum"));
+    assert.equal(h.whitespace_tokens_in_a_row, 2);
+  });
+
+  describe("refusals: 400 with the reason, never a hang or a crash", () => {
+    const refuse = async (schema: unknown, message: RegExp, extra: Record<string, unknown> = {}) => {
+      const res = await post(`${server.url}/v1/chat/completions`, {messages: [{role: "user", content: "x"}], max_tokens: 5,
+        response_format: {type: "json_schema", json_schema: {name: "t", schema}}, ...extra});
+      assert.equal(res.status, 400, res.text);
+      assert.match(res.body.error.message, message);
+      assert.equal(res.body.error.param, "response_format.json_schema.schema");
+    };
+    for (const keyword of ["pattern", "format", "allOf", "not", "if", "patternProperties", "dependentRequired", "dependentSchemas", "uniqueItems",
+      "contains", "propertyNames", "unevaluatedProperties", "minProperties", "maxProperties", "prefixItems"]) {
+      test(`the keyword ${keyword} names itself`, () => {
+        const value = ["allOf", "prefixItems"].includes(keyword) ? [{type: "string"}] : ["not", "if", "patternProperties", "dependentSchemas", "contains", "propertyNames"].includes(keyword)
+          ? {type: "string"} : ["uniqueItems", "unevaluatedProperties"].includes(keyword) ? false : ["minProperties", "maxProperties"].includes(keyword) ? 1
+            : keyword === "dependentRequired" ? {a: ["b"]} : keyword === "format" ? "email" : "^a";
+        return refuse({type: "object", properties: {a: {type: "string"}}, [keyword]: value}, new RegExp(`"${keyword}"`));
+      });
+    }
+    test("a $ref that points nowhere", () => refuse({$ref: "#/$defs/missing"}, /missing/));
+    test("a recursion with no base case", () => refuse({$defs: {n: {type: "object", properties: {c: {$ref: "#/$defs/n"}}, required: ["c"]}}, $ref: "#/$defs/n"}, /base case/));
+    test("a 10,000-member enum", () => refuse({enum: Array.from({length: 10_000}, (_, i) => `v${i}`)}, /enum/));
+    test("100 levels of nesting", () => {
+      let schema: Record<string, unknown> = {type: "string"};
+      for (let i = 0; i < 100; i++) schema = {type: "object", properties: {a: schema}, required: ["a"]};
+      return refuse(schema, /nest|deep/);
+    });
+    test("a schema that is not valid JSON Schema", () => refuse({type: "strnig"}, /strnig/));
+    test("a schema with logprobs", async () => {
+      const res = await post(`${server.url}/v1/chat/completions`, {messages: [{role: "user", content: "x"}], max_tokens: 1, temperature: 0, logprobs: true,
+        response_format: {type: "json_object"}});
+      assert.equal(res.status, 400);
+      assert.match(res.body.error.message, /cannot be combined with response_format/);
+    });
+    test("a response_format of an unknown type", async () => {
+      const res = await post(`${server.url}/v1/chat/completions`, {messages: [{role: "user", content: "x"}], response_format: {type: "yaml"}});
+      assert.equal(res.status, 400);
+      assert.match(res.body.error.message, /^response_format: must be \{type: "text"\}/);
+    });
+  });
+});
