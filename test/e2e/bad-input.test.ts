@@ -82,7 +82,7 @@ describe("bad input is refused with a clear 4xx", () => {
     refused(await chat({messages}), 400, /^messages\[0\]\.content\[1\]: an image was sent but this server has no vision/);
   });
   test("features of later builds, and logprobs outside the scoring rules, are refused, not ignored", async () => {
-    refused(await chat({messages: user, response_format: {type: "json_object"}}), 400, /^response_format: .* not available in this build/);
+    refused(await chat({messages: user, response_format: {type: "json_schema", json_schema: {name: "x", schema: {type: "string", format: "email"}}}}), 400, /^response_format\.json_schema\.schema: .*"format"/);
     refused(await chat({messages: user, tools: [{type: "function", function: {name: "f", parameters: {}}}]}), 400, /^tools: tool calling is not available/);
     refused(await chat({messages: user, logprobs: true, temperature: 0}), 400, /^logprobs: at temperature 0 log probabilities are for scoring one token/);
     refused(await chat({messages: user, n: 2}), 400, /^n: only one choice/);
