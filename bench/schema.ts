@@ -13,7 +13,7 @@ const NAMES = ["invoice", "user-profile", "event", "step-plan", "entities", "pro
 const ROUNDS = 3;
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
 
-const server = await startServer({SVC_PARALLEL: "1", SVC_PROMPT_CACHE: "0", SVC_LOG_LEVEL: "warn"});
+const server = await startServer({SVC_PARALLEL: "1", SVC_PROMPT_CACHE: "0"});
 try {
   const run = async (body: Record<string, unknown>) => {
     const res = await fetch(`${server.url}/v1/chat/completions`, {method: "POST", headers: {"content-type": "application/json"},
