@@ -1,13 +1,11 @@
 // Grammar-constrained decoding on the library's native sampler. The grammar is compiled once per
-// distinct schema and kept (bounded); each request gets its own evaluation state. On top of the grammar:
-// - whitespace-only tokens are limited to two in a row (the spec's rule): a grammar bounds whitespace
-//   characters, but a model can still spend many one-space tokens, so the third one is banned outright;
-// - when the budget is about to run out, the reply is steered to close: a constrained reply must parse,
+// distinct schema and kept (bounded); each request gets its own evaluation state. Whitespace runs need
+// nothing here: the grammar allows at most two whitespace characters per gap (src/grammar/gbnf.ts).
+// On top of the grammar, when the budget is about to run out, the reply is steered to close: a constrained reply must parse,
 //   and a small model can nest or list forever (a recursive schema, an open object). Once the tokens left
 //   come within reach of the open nesting depth, closers (" } ] null) are pushed up and openers and commas
 //   down. The grammar still decides what is legal; the bias only chooses the way out among legal tokens.
 
-import {MAX_WHITESPACE_TOKENS_IN_A_ROW} from "../engine.ts";
 import {LlamaGrammarEvaluationState, TokenBias, type Llama, type LlamaGrammar, type LlamaModel, type Token} from "node-llama-cpp";
 
 const CACHED_GRAMMARS = 64;
@@ -89,10 +87,8 @@ const CLOSING_MARGIN = 12;
 export class GrammarConstraint {
   readonly state: LlamaGrammarEvaluationState;
   private readonly none: TokenBias;
-  private readonly banWhitespace: TokenBias;
   private readonly closing: TokenBias;
   private readonly json = new JsonDepth();
-  private run = 0;
   private left: number;
   /** Steps taken with the closing bias (for the log line and tests). */
   closingSteps = 0;
@@ -101,8 +97,6 @@ export class GrammarConstraint {
     this.state = new LlamaGrammarEvaluationState({model, grammar});
     this.left = budget;
     this.none = new TokenBias(model.tokenizer);
-    this.banWhitespace = new TokenBias(model.tokenizer);
-    for (const t of classes.whitespaceOnly) this.banWhitespace.set(t as Token, "never");
     this.closing = new TokenBias(model.tokenizer);
     for (const t of classes.whitespaceOnly) this.closing.set(t as Token, "never");
     for (const t of classes.closers) this.closing.set(t as Token, {logit: 30});
@@ -111,16 +105,16 @@ export class GrammarConstraint {
 
   /** Called with each generated token, before the next is sampled. */
   accept(token: number): void {
-    this.run = this.classes.whitespaceOnly.has(token) ? this.run + 1 : 0;
     this.json.push(this.classes.text(token));
     this.left--;
   }
 
+  /** Empty until the closing phase: an unchanging bias keeps the native sampler chain as it is. */
   bias(): TokenBias {
     if (this.json.depth > 0 && this.left <= CLOSING_TOKENS_PER_LEVEL * this.json.depth + CLOSING_MARGIN) {
       this.closingSteps++;
       return this.closing;
     }
-    return this.run >= MAX_WHITESPACE_TOKENS_IN_A_ROW ? this.banWhitespace : this.none;
+    return this.none;
   }
 }
