@@ -10,6 +10,7 @@ import {registerTokenizeRoutes} from "./api/ops/tokenize-routes.ts";
 import {buildServer} from "./api/server.ts";
 import type {Config} from "./config/config.ts";
 import {LlamaEngine} from "./engine/llama/llama-engine.ts";
+import {newCounters} from "./observability/counters.ts";
 import {SchemaCache} from "./grammar/index.ts";
 import {resolveModel} from "./models/resolve.ts";
 import type {Logger} from "./observability/log.ts";
@@ -62,12 +63,14 @@ export async function createApp(config: Config, logger: Logger): Promise<App> {
   const pipeline = new GenerationPipeline(engine, template, {
     queueTimeoutMs: config.queueTimeout * 1000,
     maxTokensDefault: config.maxTokensDefault,
-  });
+    schemaEscape: config.schemaEscape,
+  }, logger);
   const deps: ServerDeps = {
     config,
     engine,
     pipeline,
     schemas: new SchemaCache(),
+    counters: newCounters(),
     template,
     model: {id: config.modelId, path: resolved.path, sha256: resolved.sha256, source: resolved.source},
     logger,

@@ -4,6 +4,7 @@ import type {Config} from "../config/config.ts";
 import type {Engine} from "../engine/engine.ts";
 import type {SchemaCache} from "../grammar/index.ts";
 import type {Logger} from "../observability/log.ts";
+import type {Counters} from "../observability/counters.ts";
 import type {GenerationPipeline} from "../pipeline/generate.ts";
 import type {ChatTemplate} from "../templates/chat-template.ts";
 
@@ -20,6 +21,7 @@ export interface ServerDeps {
   pipeline: GenerationPipeline;
   /** Compiled JSON schemas, shared by every route that takes one. */
   schemas: SchemaCache;
+  counters: Counters;
   template: ChatTemplate | null;
   model: ModelIdentity;
   logger: Logger;

@@ -35,6 +35,27 @@ export type PromptSpec =
   | {kind: "text"; text: string}
   | {kind: "tokens"; tokens: number[]};
 
+/** A function tool offered to the model (OpenAI `tools[].function`, or the other routes' equivalents). */
+export interface ToolDefinition {
+  name: string;
+  description?: string;
+  /** JSON schema of the arguments. */
+  parameters?: unknown;
+  /** The client asked for strict arguments. */
+  strict: boolean;
+  /** Strict and enforceable here (see the spec's "Strict tools" rule 5): arguments are bound to the schema. */
+  enforced: boolean;
+}
+
+export type ToolChoice = {kind: "auto"} | {kind: "none"} | {kind: "required"} | {kind: "named"; name: string};
+
+export interface ToolsRequest {
+  tools: ToolDefinition[];
+  choice: ToolChoice;
+  /** false: at most one call. */
+  parallel: boolean;
+}
+
 export interface GenerationRequest {
   requestId: string;
   prompt: PromptSpec;
@@ -47,12 +68,16 @@ export interface GenerationRequest {
   wantProgress: boolean;
   /** Log probability of each generated token under the model's own distribution, with `top` alternatives. */
   logprobs: {top: number} | null;
-  /** A compiled JSON schema (GBNF) every token must follow; null = free text. */
+  /** A compiled JSON schema (GBNF) the answer must follow; null = free text. */
   grammar: {gbnf: string; key: string} | null;
+  /** The schema's root is an object (only then may a tool call or a preamble come first). */
+  grammarRootObject?: boolean;
+  /** Tools offered on this request; null = none. */
+  tools?: ToolsRequest | null;
   signal: AbortSignal;
 }
 
-export type FinishReason = "stop" | "length";
+export type FinishReason = "stop" | "length" | "tool_calls";
 
 export interface Timings {
   prompt_n: number;
@@ -95,6 +120,11 @@ export interface TokenLogprob extends TokenAlternative {
 export type GenerationEvent =
   | {type: "progress"; progress: PromptProgress}
   | {type: "text"; text: string}
+  | {type: "reasoning"; text: string}
+  /** A tool call opens: its name is known. */
+  | {type: "tool_call_start"; index: number; id: string; name: string}
+  /** More of a tool call's arguments (JSON text; the pieces of one call concatenate to an object). */
+  | {type: "tool_call_args"; index: number; text: string}
   | {
       type: "done";
       finishReason: FinishReason;

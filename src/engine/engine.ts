@@ -3,7 +3,8 @@
 
 import type {SamplingParams} from "../core/generation.ts";
 
-/** Under a grammar, at most this many whitespace-only tokens may follow one another (the spec's bound). */
+/** Under a grammar, at most this many whitespace-only tokens may follow one another (the spec's bound); the
+ * schema grammars guarantee it by allowing at most two whitespace characters between two JSON tokens. */
 export const MAX_WHITESPACE_TOKENS_IN_A_ROW = 2;
 
 export interface EngineInfo {
@@ -46,13 +47,40 @@ export interface TokenScore {
   top: {token: number; logprob: number}[];
 }
 
+export interface GrammarRef {
+  /** GBNF text, root rule "root". */
+  gbnf: string;
+  /** Identifies the grammar for caching. */
+  key: string;
+}
+
+/**
+ * The pipeline's say, token by token, over which grammar binds the next step: a reply can start free
+ * and be bound later (JSON after a reasoning block or a preamble, a strict tool call once it opens), and
+ * one grammar can hand over to the next at a boundary (one tool parameter at a time).
+ */
+export interface DecodeSteering {
+  /** Called with each sampled token before it is yielded; null leaves everything as it is. */
+  onToken(token: number): SteerAction | null;
+}
+
+export interface SteerAction {
+  /** The sampled token is dropped and these tokens take its place: evaluated, yielded and counted as generated. */
+  replaceWith?: number[];
+  /** From the next step on: this grammar with a fresh state (null: free text). `accept` tokens (the last ones
+   * yielded) are fed into the fresh state first, e.g. the `{` a JSON value started with. */
+  bind?: {grammar: GrammarRef | null; accept?: number[]};
+}
+
 export interface DecodeJob {
   prompt: number[];
   sampling: SamplingParams;
   /** Score every generated token against the raw distribution, with `top` alternatives (0 to 20). */
   logprobs?: {top: number};
-  /** Constrain every token to this GBNF grammar (root rule "root"); `key` identifies it for caching. */
-  grammar?: {gbnf: string; key: string};
+  /** Constrain tokens to this grammar from the first one (steering may change it later). */
+  grammar?: GrammarRef;
+  /** Grammar changes during the reply; not together with logprobs. */
+  steering?: DecodeSteering;
   /** Already fitted to the region: prompt.length + maxTokens <= contextSize. */
   maxTokens: number;
   stopTokenIds: ReadonlySet<number>;
@@ -97,7 +125,7 @@ export interface Engine {
   tokenize(text: string, opts: {special: boolean}): number[];
   detokenize(tokens: readonly number[], opts: {special: boolean; context?: readonly number[]}): string;
   /** Prepares a grammar for later jobs (compiles it in the engine, cached by key); throws if the engine refuses it. */
-  prepareGrammar(grammar: {gbnf: string; key: string}): Promise<void>;
+  prepareGrammar(grammar: GrammarRef): Promise<void>;
   /** The exact bytes a token stands for (byte-level BPE and SentencePiece byte tokens decoded). */
   tokenBytes(token: number): Uint8Array;
   isValidToken(token: number): boolean;

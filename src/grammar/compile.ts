@@ -11,6 +11,9 @@ import {collectDefs, normalize, tooDeep, type NormContext, type Node} from "./no
 export interface CompileOptions {
   /** Absent additionalProperties means false (strict tools) instead of JSON Schema's true. Default false. */
   closedObjects?: boolean;
+  /** A tool's parameter schema: `pattern` and `format` are accepted and not enforced (instead of
+   * refused), and the root object's absent additionalProperties means false. Default false. */
+  toolSchema?: boolean;
   /** Budgets: exceeding one throws SchemaError. Defaults: maxMs 250, maxRules 4000, maxGrammarBytes 262144, maxEnum 1000, maxDepth 48. */
   maxMs?: number;
   maxRules?: number;
@@ -28,7 +31,7 @@ export interface CompiledSchema {
 
 type Settings = Required<CompileOptions>;
 
-const DEFAULTS: Settings = {closedObjects: false, maxMs: 250, maxRules: 4000, maxGrammarBytes: 262144, maxEnum: 1000, maxDepth: 48};
+const DEFAULTS: Settings = {closedObjects: false, toolSchema: false, maxMs: 250, maxRules: 4000, maxGrammarBytes: 262144, maxEnum: 1000, maxDepth: 48};
 
 /** Options with every default filled in, so `{}` and `{closedObjects: false}` share a cache key. */
 export function settings(opts: CompileOptions = {}): Settings {
@@ -36,7 +39,7 @@ export function settings(opts: CompileOptions = {}): Settings {
   for (const k of Object.keys(DEFAULTS) as (keyof Settings)[]) {
     const v = opts[k];
     if (v === undefined) continue;
-    if (k === "closedObjects" ? typeof v !== "boolean" : typeof v !== "number" || Number.isNaN(v) || v < 0) {
+    if (k === "closedObjects" || k === "toolSchema" ? typeof v !== "boolean" : typeof v !== "number" || Number.isNaN(v) || v < 0) {
       throw new TypeError(`compile option ${k}: ${JSON.stringify(v)} is not valid`);
     }
     (out as Record<string, unknown>)[k] = v;
@@ -81,7 +84,7 @@ export function compileWithKey(schema: unknown, s: Settings, key: string): Compi
     throw invalid("", "a schema must be an object or a boolean");
   }
   const defs = collectDefs(schema);
-  const ctx: NormContext = {root: schema, defs, closedObjects: s.closedObjects, maxEnum: s.maxEnum, maxDepth: s.maxDepth, tick};
+  const ctx: NormContext = {root: schema, defs, closedObjects: s.closedObjects, toolSchema: s.toolSchema, maxEnum: s.maxEnum, maxDepth: s.maxDepth, tick};
   const root = normalize(schema, "", 0, ctx);
   const nodes = new Map<string, {node: Node; path: string}>();
   for (const [id, def] of defs) nodes.set(id, {node: normalize(def.raw, def.path, 1, ctx), path: def.path});

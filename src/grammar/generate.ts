@@ -53,6 +53,24 @@ export class Generator {
     this.set("root", this.body(this.ctx.root, "root"));
   }
 
+  // Tool-call grammars (tool-build.ts) write their own root around parameter values. These three give
+  // them this generator's naming, so no rule of theirs can collide with a rule made for a value.
+
+  /** The expression of one value (e.g. a tool parameter's), with the rules it needs. */
+  value(node: Node, hint: string): Expr {
+    return this.expr(node, hint);
+  }
+
+  /** A reference to a rule for `body`: a new name from `hint`, or the rule that already has this body. */
+  rule(hint: string, body: Expr): Expr {
+    return ref(this.define(hint, body));
+  }
+
+  /** The root rule, in place of `run`. */
+  setRoot(body: Expr): void {
+    this.set("root", body);
+  }
+
   private allocate(hint: string): string {
     const base = hint.replace(/[^a-zA-Z0-9-]/g, "-") || "rule";
     let name = base;

@@ -16,8 +16,16 @@
 //   - Counts above 2000 (llama.cpp's repetition limit) are split into counts it accepts; only a maximum
 //     more than 2000 above its minimum is left open (as llama.cpp would do silently), see gbnf.ts `rep`.
 //   - Whitespace goes after { [ , : and before } ] only (not before a comma), in objects and arrays alike.
+// Tool schemas (option toolSchema, used by tool-calls.ts): pattern and format are accepted and not
+// enforced instead of refused, and the root object is closed (absent additionalProperties = false).
 
 export {SchemaError} from "./errors.ts";
 export {REFUSED_KEYWORDS, UNENFORCED_KEYWORDS} from "./policy.ts";
 export {compileSchema, compileJsonObject, type CompileOptions, type CompiledSchema} from "./compile.ts";
 export {SchemaCache} from "./cache.ts";
+// Strict tool calls: one grammar per phase of a call, and the recogniser of each phase's end.
+export {
+  afterCallGrammar, argumentGrammar, isToolName, MAX_STRICT_PARAMETERS, nextGenericCall, openGrammar, phaseBoundary,
+  strictEligibility, xmlRawParameters, type Boundary, type Eligibility, type Phase, type PhaseGrammar, type ToolSpec, type ToolSyntax,
+} from "./tool-calls.ts";
+export {TOOL_SCHEMA_UNENFORCED} from "./policy.ts";

@@ -6,7 +6,7 @@
 import {canonicalJson, TooDeep} from "./canonical.ts";
 import {invalid, seg, SchemaError, where} from "./errors.ts";
 import {mergeSchemas, type Raw} from "./merge.ts";
-import {isRefused, JSON_TYPES, refusalReason, TYPE_HINTS, VALUE_KEYWORDS} from "./policy.ts";
+import {isRefused, JSON_TYPES, refusalReason, TOOL_SCHEMA_UNENFORCED, TYPE_HINTS, VALUE_KEYWORDS} from "./policy.ts";
 
 export type Node =
   | {k: "any"}
@@ -32,6 +32,8 @@ export interface NormContext {
   /** Root $defs/definitions by target id; filled before any normalising. */
   readonly defs: ReadonlyMap<string, {raw: unknown; path: string}>;
   readonly closedObjects: boolean;
+  /** Tool parameters: pattern/format accepted unenforced; the root object closed (see CompileOptions). */
+  readonly toolSchema: boolean;
   readonly maxEnum: number;
   readonly maxDepth: number;
   /** Throws when the time budget is spent. */
@@ -86,7 +88,8 @@ export function normalize(raw: unknown, path: string, depth: number, ctx: NormCo
   if (raw === true) return ANY;
   if (raw === false) throw invalid(path, "the schema false matches no value");
   if (!isObject(raw)) throw invalid(path, "a schema must be an object or a boolean");
-  for (const key of Object.keys(raw)) if (isRefused(key)) throw new SchemaError(`${where(path)}: ${refusalReason(key)}`, path + seg(key), key);
+  const refused = (key: string) => isRefused(key) && !(ctx.toolSchema && TOOL_SCHEMA_UNENFORCED.has(key));
+  for (const key of Object.keys(raw)) if (refused(key)) throw new SchemaError(`${where(path)}: ${refusalReason(key)}`, path + seg(key), key);
   // $defs below the root cannot be referenced (refs resolve from the root) but are still checked.
   if (raw !== ctx.root) {
     for (const kw of ["$defs", "definitions"]) {
@@ -264,7 +267,9 @@ function objectOf(raw: Raw, path: string, depth: number, ctx: NormContext): () =
     if (!Array.isArray(r) || r.some((x) => typeof x !== "string")) throw invalid(path + "/required", "required must be an array of strings");
     required = [...new Set(r as string[])];
   }
-  let extra: Node | null = ctx.closedObjects ? null : ANY;
+  // A tool's parameters object is closed at its root even when open objects are the rule below it (the
+  // spec: an absent additionalProperties at the top level of a strict tool counts as false).
+  let extra: Node | null = ctx.closedObjects || (ctx.toolSchema && raw === ctx.root) ? null : ANY;
   if (has(raw, "additionalProperties")) {
     const a = raw.additionalProperties;
     extra = a === false ? null : normalize(a, path + "/additionalProperties", depth + 1, ctx);

@@ -20,6 +20,11 @@ export const UNENFORCED_KEYWORDS: readonly string[] = Object.freeze([
 
 const REFUSED = new Set(REFUSED_KEYWORDS);
 
+/** Refused keywords a tool's parameter schema may carry anyway (the spec's strict-tool rule): accepted
+ * and not enforced there, because tool schemas written for other providers use them routinely and
+ * refusing them would turn most strict tools into unenforced ones. */
+export const TOOL_SCHEMA_UNENFORCED: ReadonlySet<string> = new Set(["pattern", "format"]);
+
 /** True for a refused keyword; every `unevaluated*` keyword counts, as the spec writes it. */
 export function isRefused(keyword: string): boolean {
   return REFUSED.has(keyword) || keyword.startsWith("unevaluated");

@@ -6,14 +6,21 @@ import {ApiError} from "../core/errors.ts";
 import type {FinishReason, GenerationEvent, GenerationRequest, Timings, TokenAlternative, TokenLogprob, UsageCounts} from "../core/generation.ts";
 import type {DecodeEnd, DecodeStats, Engine, RegionLease} from "../engine/engine.ts";
 import type {ChatTemplate} from "../templates/chat-template.ts";
+import {randomBytes} from "node:crypto";
+import type {Logger} from "../observability/log.ts";
 import {IncrementalDetokenizer} from "./detokenizer.ts";
-import {buildPrompt} from "./prompt.ts";
+import {buildPrompt, type BuiltPrompt} from "./prompt.ts";
+import {genericToolsPrompt, ReplyParser, type ReplyPart} from "./reply/index.ts";
+import {planReply, toolSyntaxOf, type ReplyPlan} from "./reply-plan.ts";
+import {ReplySteering} from "./steering.ts";
 import {StopMatcher} from "./stop-strings.ts";
 
 export interface PipelineOptions {
   queueTimeoutMs: number;
   /** 0 = the room left in the region. */
   maxTokensDefault: number;
+  /** SVC_SCHEMA_ESCAPE: with tools and an object schema, a free preamble (or a call) may come first. */
+  schemaEscape: boolean;
 }
 
 export interface RunSummary {
@@ -33,6 +40,7 @@ export class GenerationRun implements AsyncIterable<GenerationEvent> {
     private readonly req: GenerationRequest,
     readonly promptTokens: number[],
     private readonly maxTokens: number,
+    private readonly plan: ReplyPlan,
   ) {
     this.summary = {regionId: lease.regionId, promptTokens: promptTokens.length, finishReason: "error", stats: lease.stats};
   }
@@ -47,11 +55,16 @@ export class GenerationRun implements AsyncIterable<GenerationEvent> {
     this.started = true;
     const {engine, req, lease} = this;
     const stopIds = new Set([...engine.info.eogTokenIds, ...req.stopTokenIds]);
+    const detokenize = (tokens: readonly number[], context: readonly number[]) => engine.detokenize(tokens, {special: false, context});
+    const steering = this.plan.steering
+      ? new ReplySteering(this.plan.steering, {push: textView(detokenize), tokenize: (text) => engine.tokenize(text, {special: true})})
+      : null;
     const run = lease.decode({prompt: this.promptTokens, sampling: req.sampling, maxTokens: this.maxTokens, stopTokenIds: stopIds, signal: req.signal,
-      logprobs: req.logprobs ?? undefined, grammar: req.grammar ?? undefined});
+      logprobs: req.logprobs ?? undefined, grammar: (this.plan.grammar ?? steering?.initial) ?? undefined, steering: steering ?? undefined});
     const logprobs: TokenLogprob[] | null = req.logprobs ? [] : null;
-    const detok = new IncrementalDetokenizer((tokens, context) => engine.detokenize(tokens, {special: false, context}));
+    const detok = new IncrementalDetokenizer(detokenize);
     const stops = new StopMatcher(req.stop);
+    const reply = new ReplyShaper(this.plan, steering);
     let end: DecodeEnd | null = null;
     let stoppedBy: string | number | null = null;
     try {
@@ -73,30 +86,35 @@ export class GenerationRun implements AsyncIterable<GenerationEvent> {
           logprobs.push({...this.alternative(item.token, item.score.logprob), top_logprobs: item.score.top.map((t) => this.alternative(t.token, t.logprob))});
         }
         const step = stops.push(detok.push(item.token));
-        if (step.emit) yield {type: "text", text: step.emit};
+        yield* reply.push(step.emit);
+        reply.countToken();
         if (step.matched !== null) {
           stoppedBy = step.matched;
           break;
         }
+        if (reply.finished) break;
       }
       if (end?.reason === "cancelled" || (stoppedBy === null && req.signal.aborted)) {
         this.summary.finishReason = "cancelled";
         throw new ApiError("client_closed", "the client closed the connection; generation was cancelled");
       }
-      if (stoppedBy === null) {
+      if (stoppedBy === null && !reply.finished) {
         const tail = stops.push(detok.flush());
         if (tail.matched !== null) stoppedBy = tail.matched;
-        const rest = tail.emit + stops.flush();
-        if (rest) yield {type: "text", text: rest};
+        yield* reply.push(tail.emit + stops.flush());
       }
+      yield* reply.finish();
     } finally {
       await run.return({reason: "cancelled"});
       lease.release();
     }
     if (stoppedBy === null && end?.reason === "stop_token") stoppedBy = end.token;
-    const finishReason: FinishReason = stoppedBy !== null ? "stop" : "length";
+    const ended = stoppedBy !== null || reply.finished;
+    // A reply whose calls were all written ends for them, as OpenAI reports it; one cut short is "length".
+    const finishReason: FinishReason = reply.calls > 0 && ended && reply.callsComplete ? "tool_calls" : ended ? "stop" : "length";
     this.summary.finishReason = finishReason;
-    yield {type: "done", finishReason, stoppedBy, usage: usageOf(lease.stats), timings: timingsOf(lease.stats), logprobs};
+    const usage = {...usageOf(lease.stats), reasoningTokens: reply.reasoningTokens};
+    yield {type: "done", finishReason, stoppedBy, usage, timings: timingsOf(lease.stats), logprobs};
   }
 
   private alternative(token: number, logprob: number): TokenAlternative {
@@ -105,28 +123,51 @@ export class GenerationRun implements AsyncIterable<GenerationEvent> {
 }
 
 export class GenerationPipeline {
+  private readonly braceToken: number;
+
   constructor(
     private readonly engine: Engine,
     private readonly template: ChatTemplate | null,
     private readonly opts: PipelineOptions,
-  ) {}
+    private readonly logger?: Logger,
+  ) {
+    this.braceToken = engine.tokenize("{", {special: false})[0] ?? -1;
+  }
 
   /** Renders and checks the prompt, then waits for a region. Throws ApiError (400, 499, 503). */
   async start(req: GenerationRequest): Promise<GenerationRun> {
-    const prompt = buildPrompt(req.prompt, this.engine, this.template);
+    const prompt = this.prompt(req);
     const maxTokens = this.fitBudget(prompt.tokens.length, req.maxTokens);
-    if (req.grammar) {
+    const plan = planReply(req, {template: this.template, promptText: prompt.text, budget: maxTokens, schemaEscape: this.opts.schemaEscape,
+      braceToken: this.braceToken});
+    for (const grammar of [req.grammar, plan.grammar]) {
+      if (!grammar) continue;
       // Compiled once per distinct schema; a grammar the engine rejects is our compiler's fault, so a 500 that says so.
-      await this.engine.prepareGrammar(req.grammar).catch((err: Error) => {
+      await this.engine.prepareGrammar(grammar).catch((err: Error) => {
         throw new ApiError("server_error", `internal error: the engine rejected the grammar compiled from this schema (${err.message})`);
       });
     }
     const lease = await this.engine.acquire({signal: req.signal, timeoutMs: this.opts.queueTimeoutMs, prompt: prompt.tokens});
-    return new GenerationRun(this.engine, lease, req, prompt.tokens, maxTokens);
+    return new GenerationRun(this.engine, lease, req, prompt.tokens, maxTokens, plan);
   }
 
   countPromptTokens(req: GenerationRequest): number {
-    return buildPrompt(req.prompt, this.engine, this.template).tokens.length;
+    return this.prompt(req).tokens.length;
+  }
+
+  /** Templates with no tool support get the tools, and the generic call form, in a system message. */
+  private prompt(req: GenerationRequest): BuiltPrompt {
+    const spec = req.prompt;
+    const tools = req.tools;
+    if (spec.kind !== "chat" || !tools || tools.choice.kind === "none" || toolSyntaxOf(this.template) !== "generic") {
+      return buildPrompt(spec, this.engine, this.template);
+    }
+    const text = genericToolsPrompt(tools.tools, {parallel: tools.parallel});
+    const [first, ...rest] = spec.messages;
+    const messages = first && first.role === "system"
+      ? [{...first, content: `${first.content}\n\n${text}`}, ...rest]
+      : [{role: "system" as const, content: text}, ...spec.messages];
+    return buildPrompt({...spec, messages, tools: undefined}, this.engine, this.template);
   }
 
   /** A prompt must leave room for at least one token; a budget larger than the room runs until the region is full. */
@@ -141,6 +182,70 @@ export class GenerationPipeline {
     const room = ctx - promptLength;
     const wanted = requested ?? (this.opts.maxTokensDefault > 0 ? this.opts.maxTokensDefault : room);
     return Math.min(wanted, room);
+  }
+}
+
+/** The steering's own view of the text, one token at a time (it must see the text before the pipeline does). */
+function textView(detokenize: (tokens: readonly number[], context: readonly number[]) => string): (token: number) => string {
+  const detok = new IncrementalDetokenizer(detokenize);
+  return (token) => detok.push(token);
+}
+
+/** Parsed reply parts → GenerationEvents: reasoning, content, tool calls; counts and the single-call stop. */
+class ReplyShaper {
+  private readonly parser: ReplyParser;
+  private readonly ids = new Map<number, string>();
+  reasoningTokens = 0;
+  calls = 0;
+  callsComplete = true;
+  /** The reply is over before its end-of-turn (its one allowed call closed). */
+  finished = false;
+
+  constructor(private readonly plan: ReplyPlan, private readonly steering: ReplySteering | null) {
+    this.parser = new ReplyParser(plan.parser);
+  }
+
+  *push(text: string): Generator<GenerationEvent> {
+    if (text) yield* this.events(this.parser.push(text));
+  }
+
+  countToken(): void {
+    if (this.parser.mode === "reasoning") this.reasoningTokens++;
+  }
+
+  *finish(): Generator<GenerationEvent> {
+    yield* this.events(this.parser.finish());
+  }
+
+  private *events(parts: ReplyPart[]): Generator<GenerationEvent> {
+    for (const part of parts) {
+      switch (part.kind) {
+        case "reasoning":
+          yield {type: "reasoning", text: part.text};
+          break;
+        case "content":
+          // With a JSON answer after a free preamble, the preamble is dropped (the spec's rule).
+          if (this.steering && this.plan.steering?.answer.kind === "schema" && !this.steering.jsonStarted) break;
+          yield {type: "text", text: part.text};
+          break;
+        case "call_start": {
+          if (this.plan.dropCalls) break;
+          const id = `call_${randomBytes(12).toString("hex")}`;
+          this.ids.set(part.index, id);
+          this.calls++;
+          yield {type: "tool_call_start", index: part.index, id, name: part.name};
+          break;
+        }
+        case "call_args":
+          if (this.plan.dropCalls) break;
+          yield {type: "tool_call_args", index: part.index, text: part.text};
+          break;
+        case "call_end":
+          if (!part.complete) this.callsComplete = false;
+          if (this.plan.stopAfterFirstCall && !this.plan.dropCalls) this.finished = true;
+          break;
+      }
+    }
   }
 }
 

@@ -69,7 +69,8 @@ export class ChatTemplate {
 
   private constructor(
     private readonly program: Program,
-    source: string,
+    /** The template text (the pipeline reads the tool-call syntax from it). */
+    readonly source: string,
     private readonly bosToken: string,
     private readonly eosToken: string,
     readonly origin: string,

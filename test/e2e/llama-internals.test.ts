@@ -5,8 +5,8 @@ import assert from "node:assert/strict";
 import {availableParallelism, homedir} from "node:os";
 import {join} from "node:path";
 import {after, before, describe, test} from "node:test";
-import {getLlama, type Llama, type LlamaContext, type LlamaModel, type Token} from "node-llama-cpp";
-import {grammarAcceptsText, INTERNAL_MEMBERS, PINNED_NODE_LLAMA_CPP, queuedDecodes, sequenceIdOf, type QueuedDecodeView} from "../../src/engine/llama/internals.ts";
+import {getLlama, LlamaGrammarEvaluationState, type Llama, type LlamaContext, type LlamaModel, type Token} from "node-llama-cpp";
+import {acceptGrammarToken, grammarAcceptsText, INTERNAL_MEMBERS, PINNED_NODE_LLAMA_CPP, queuedDecodes, sequenceIdOf, type QueuedDecodeView} from "../../src/engine/llama/internals.ts";
 import {DEFAULT_MAIN_MODEL_SPEC} from "../../src/models/known-files.ts";
 import {resolveModel} from "../../src/models/resolve.ts";
 import {createMemoryLogger} from "../../src/observability/log.ts";
@@ -32,7 +32,8 @@ describe("node-llama-cpp internals", () => {
     const ours = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8"));
     assert.equal(ours.dependencies["node-llama-cpp"], PINNED_NODE_LLAMA_CPP, "package.json pins it exactly");
     assert.deepEqual([...INTERNAL_MEMBERS].sort(), ["LlamaContext._queuedDecodes[].sequenceId", "LlamaContext._queuedDecodes[].tokens",
-      "LlamaContextSequence._sequenceId", "LlamaGrammar._testText (tests only)"]);
+      "LlamaContextSequence._sequenceId", "LlamaGrammar._testText (tests only)",
+      "Llama._bindings.AddonSampler.acceptGrammarEvaluationStateToken", "LlamaGrammarEvaluationState._state"].sort());
   });
 
   test("LlamaGrammar._testText tells whole-text matches", async () => {
@@ -41,6 +42,27 @@ describe("node-llama-cpp internals", () => {
     assert.equal(grammarAcceptsText(grammar, "no"), true);
     assert.equal(grammarAcceptsText(grammar, "yess"), false);
     assert.equal(grammarAcceptsText(grammar, "ye"), false);
+  });
+
+  test("acceptGrammarToken advances a grammar state by a placed token", async () => {
+    const grammar = await llama.createGrammar({grammar: 'root ::= "{" "x"'});
+    const brace = model.tokenize("{");
+    assert.equal(brace.length, 1);
+    const firstToken = async (accepted: boolean) => {
+      const ctx = await model.createContext({contextSize: 256, flashAttention: false});
+      try {
+        const state = new LlamaGrammarEvaluationState({model, grammar});
+        if (accepted) acceptGrammarToken(llama, state, brace[0]!);
+        const gen = ctx.getSequence().evaluate(model.tokenize("Write:"), {temperature: 0, grammarEvaluationState: state});
+        const {value} = await gen.next();
+        await gen.return(undefined);
+        return model.detokenize([value as Token]);
+      } finally {
+        await ctx.dispose();
+      }
+    };
+    assert.equal(await firstToken(false), "{");
+    assert.equal(await firstToken(true), "x");
   });
 
   test("sequences get ids 0..N-1 in order (LlamaContextSequence._sequenceId)", async () => {

@@ -1,6 +1,8 @@
 // Chat and completions bodies → GenerationRequest: every refusal with its exact message, and the
 // decoded request for the accepted shapes.
 
+import {createMemoryLogger} from "../../src/observability/log.ts";
+import {newCounters} from "../../src/observability/counters.ts";
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
 import type {ApiError} from "../../src/core/errors.ts";
@@ -10,7 +12,7 @@ import {SchemaCache} from "../../src/grammar/index.ts";
 import {decodeCompletion} from "../../src/api/dialects/completions/decode.ts";
 
 const signal = new AbortController().signal;
-const ctx = {requestId: "req-1", signal, maxTokensCap: 100, schemas: new SchemaCache(), grammarEnabled: true};
+const ctx = {requestId: "req-1", signal, maxTokensCap: 100, schemas: new SchemaCache(), grammarEnabled: true, strictTools: true, logger: createMemoryLogger(), counters: newCounters()};
 const user = (content: unknown) => ({role: "user", content});
 
 function refusedChat(body: unknown): ApiError {
@@ -110,10 +112,14 @@ describe("decodeChat: features not served", () => {
     assert.match(bad.message, /^response_format\.json_schema\.schema: .*"pattern"/);
   });
 
-  test("tools refused when non-empty; an empty list is fine", () => {
-    const err = refusedChat({messages: [user("hi")], tools: [{type: "function", function: {name: "f"}}]});
-    assert.equal(err.message, "tools: tool calling is not available in this build of the server (see GET /health)");
-    assert.doesNotThrow(() => decodeChat({messages: [user("hi")], tools: []}, ctx));
+  test("tools reach the template and the request; an empty list is no tools", () => {
+    const tools = [{type: "function", function: {name: "f", parameters: {type: "object", properties: {}}}}];
+    const d = decodeChat({messages: [user("hi")], tools}, ctx);
+    assert.deepEqual(d.request.tools?.tools.map((t) => t.name), ["f"]);
+    assert.deepEqual((d.request.prompt as {tools?: unknown}).tools, tools);
+    assert.equal(decodeChat({messages: [user("hi")], tools: []}, ctx).request.tools, null);
+    // tool_choice none: the model is not told about the tools.
+    assert.equal((decodeChat({messages: [user("hi")], tools, tool_choice: "none"}, ctx).request.prompt as {tools?: unknown}).tools, undefined);
   });
 
   test("guard refused unless absent, null or false", () => {
@@ -240,7 +246,8 @@ describe("decodeChat: the request", () => {
     assert.equal(d.includeUsage, false);
     assert.deepEqual(d.request, {
       requestId: "req-1",
-      prompt: {kind: "chat", messages: [{role: "user", content: "hi"}], addGenerationPrompt: true, continueFinalMessage: false, enableThinking: undefined, templateKwargs: undefined},
+      prompt: {kind: "chat", messages: [{role: "user", content: "hi"}], addGenerationPrompt: true, continueFinalMessage: false, enableThinking: undefined, templateKwargs: undefined,
+        tools: undefined},
       maxTokens: null,
       sampling: {temperature: 1, topK: 40, topP: 1, minP: 0, seed: 3, presencePenalty: 0, frequencyPenalty: 0, repeatPenalty: 1, repeatLastN: 64},
       stop: [],
@@ -248,6 +255,8 @@ describe("decodeChat: the request", () => {
       wantProgress: false,
       logprobs: null,
       grammar: null,
+      grammarRootObject: false,
+      tools: null,
       signal,
     });
   });

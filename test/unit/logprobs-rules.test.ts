@@ -1,5 +1,7 @@
 // The classifier pattern's rule 7 on both routes, and the JS sampler used when logprobs are asked for.
 
+import {createMemoryLogger} from "../../src/observability/log.ts";
+import {newCounters} from "../../src/observability/counters.ts";
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
 import {decodeChat} from "../../src/api/dialects/chat/decode.ts";
@@ -9,7 +11,7 @@ import {penalize, pickToken, seededRandom} from "../../src/engine/logit-sampler.
 import {DEFAULT_SAMPLING} from "../../src/api/fields/common.ts";
 import {apiErrorOf} from "../fixtures/api-error.ts";
 
-const ctx = {requestId: "r", signal: new AbortController().signal, maxTokensCap: 1000, schemas: new SchemaCache(), grammarEnabled: true};
+const ctx = {requestId: "r", signal: new AbortController().signal, maxTokensCap: 1000, schemas: new SchemaCache(), grammarEnabled: true, strictTools: true, logger: createMemoryLogger(), counters: newCounters()};
 const messages = [{role: "user", content: "Is this good?"}, {role: "assistant", content: "Answer:"}];
 const scoring = {messages, continue_final_message: true, add_generation_prompt: false, max_tokens: 1, temperature: 0, logprobs: true, top_logprobs: 5};
 const chatError = (over: object) => apiErrorOf(() => decodeChat({...scoring, ...over}, ctx));

@@ -3,6 +3,9 @@
 import type {FastifyInstance} from "fastify";
 import {REFUSED_KEYWORDS, UNENFORCED_KEYWORDS} from "../../grammar/index.ts";
 import {MAX_WHITESPACE_TOKENS_IN_A_ROW} from "../../engine/engine.ts";
+import {MAX_PREAMBLE_TOKENS} from "../../pipeline/steering.ts";
+import {toolSyntaxOf} from "../../pipeline/reply-plan.ts";
+import {MAX_STRICT_PARAMETERS, MAX_STRICT_TOOLS} from "../fields/tools.ts";
 import {BUDGET_ALIASES, DEFAULT_SAMPLING} from "../fields/common.ts";
 import type {ServerDeps} from "../deps.ts";
 
@@ -48,8 +51,32 @@ export function registerStateRoutes(app: FastifyInstance, deps: ServerDeps): voi
         refused_keywords: REFUSED_KEYWORDS,
         whitespace_tokens_in_a_row: MAX_WHITESPACE_TOKENS_IN_A_ROW,
         with_logprobs: "refused",
-        thinking_and_tools_under_a_schema: "not in this build",
-        strict_tools: {enforced: false, reason: "tool calling is not in this build"},
+        // The spec's "Thinking and tools under a schema".
+        under_a_schema: {
+          reasoning: "free; the JSON starts after the block closes",
+          with_tools: config.schemaEscape
+            ? `an object schema binds from the first "{" (text before it dropped) unless a tool call opens first; the free preamble is capped at half the budget left after thinking, at most ${MAX_PREAMBLE_TOKENS} tokens`
+            : "the schema binds from the first token (SVC_SCHEMA_ESCAPE=off)",
+          schema_escape: config.schemaEscape,
+        },
+        tool_call_syntax: toolSyntaxOf(template),
+        strict_tools: {
+          enabled: config.strictTools,
+          rules: [
+            "a tool call names one of the request's tools",
+            "a strict tool's arguments match its parameters schema: the enforced keywords, every required parameter, no undeclared parameter (absent additionalProperties counts as false); parameters in any order",
+            "a tool without strict is called as before",
+            "parallel_tool_calls: false allows one call",
+            "a call inside the reasoning block is not held to a schema",
+            "a string argument cannot contain the line </parameter>",
+            "pattern and format are accepted and not enforced inside a tool schema",
+          ],
+          max_parameters: MAX_STRICT_PARAMETERS,
+          max_tools: MAX_STRICT_TOOLS,
+          served_unenforced_when: ["the schema uses a refused keyword", "the schema allows extra parameters at the top level",
+            `the tool has more than ${MAX_STRICT_PARAMETERS} parameters`, `the request has images, logprobs, or more than ${MAX_STRICT_TOOLS} tools`],
+          unenforced_total: deps.counters.strictToolsUnenforced,
+        },
       },
       token_budget_aliases: [...BUDGET_ALIASES],
       max_tokens_default: config.maxTokensDefault > 0 ? config.maxTokensDefault : null,

@@ -2,7 +2,7 @@
 // pinned exactly (package.json); test/unit/llama-internals.test.ts loads the real library and checks each
 // member below still exists and behaves as assumed, so an upgrade fails loudly instead of silently.
 
-import type {LlamaContext, LlamaContextSequence, LlamaGrammar} from "node-llama-cpp";
+import type {Llama, LlamaContext, LlamaContextSequence, LlamaGrammar, LlamaGrammarEvaluationState} from "node-llama-cpp";
 
 export const PINNED_NODE_LLAMA_CPP = "3.22.1";
 
@@ -43,10 +43,32 @@ export function grammarAcceptsText(grammar: LlamaGrammar, text: string): boolean
   return test.call(grammar, text);
 }
 
+interface GrammarBindings {
+  _bindings?: {AddonSampler?: {acceptGrammarEvaluationStateToken?: (state: unknown, token: number) => void}};
+}
+
+/**
+ * `Llama._bindings.AddonSampler.acceptGrammarEvaluationStateToken(LlamaGrammarEvaluationState._state, token)`:
+ * advances a grammar state by a token that was placed rather than sampled (the library's own sampler
+ * advances it only for tokens it samples). Used when a JSON value starts inside a free-text token: the
+ * pipeline places a `{` and binds the schema's grammar already past it. The library uses the same call
+ * for its own function-calling grammar (LlamaChat) and draft predictions.
+ */
+export function acceptGrammarToken(llama: Llama, state: LlamaGrammarEvaluationState, token: number): void {
+  const accept = (llama as unknown as GrammarBindings)._bindings?.AddonSampler?.acceptGrammarEvaluationStateToken;
+  const native = (state as unknown as {_state?: unknown})._state;
+  if (typeof accept !== "function" || native === undefined) {
+    throw new Error("node-llama-cpp internal AddonSampler.acceptGrammarEvaluationStateToken or LlamaGrammarEvaluationState._state is missing; svc needs node-llama-cpp " + PINNED_NODE_LLAMA_CPP);
+  }
+  accept(native, token);
+}
+
 /** The list above, for the internals test. */
 export const INTERNAL_MEMBERS = [
   "LlamaContext._queuedDecodes[].sequenceId",
   "LlamaContext._queuedDecodes[].tokens",
   "LlamaContextSequence._sequenceId",
   "LlamaGrammar._testText (tests only)",
+  "Llama._bindings.AddonSampler.acceptGrammarEvaluationStateToken",
+  "LlamaGrammarEvaluationState._state",
 ] as const;

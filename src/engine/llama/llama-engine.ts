@@ -2,14 +2,14 @@
 // across them through our batch policy, CPU only, threads = cores unless set.
 
 import {availableParallelism} from "node:os";
-import {getLlama, LlamaLogLevel, type Llama, type LlamaContext, type LlamaContextSequence, type LlamaModel, type Token} from "node-llama-cpp";
+import {getLlama, LlamaLogLevel, TokenBias, type Llama, type LlamaContext, type LlamaContextSequence, type LlamaModel, type Token} from "node-llama-cpp";
 import type {Logger} from "../../observability/log.ts";
 import type {DecodeJob, DecodeStats, Engine, EngineInfo, EngineStatus, RegionLease} from "../engine.ts";
 import {RegionQueue} from "../region-queue.ts";
 import {chooseBatch, newBatchPolicyState, type BatchPolicyState} from "./batch-strategy.ts";
-import {PINNED_NODE_LLAMA_CPP, queuedDecodes, sequenceIdOf} from "./internals.ts";
+import {acceptGrammarToken, PINNED_NODE_LLAMA_CPP, queuedDecodes, sequenceIdOf} from "./internals.ts";
 import {classifyTokens, GrammarConstraint, GrammarStore, type TokenClasses} from "./grammar-constraint.ts";
-import {runOnRegion} from "./region-decode.ts";
+import {runOnRegion, type GrammarBinder} from "./region-decode.ts";
 import {bestRegion, emptyMemory, type RegionMemory} from "./region-memory.ts";
 import {tokenTextToBytes, type VocabKind} from "./token-bytes.ts";
 
@@ -36,6 +36,7 @@ export class LlamaEngine implements Engine {
   /** Token classes for the constraints under a grammar (whitespace runs, closing when the budget runs out). */
   private readonly tokenClasses: TokenClasses;
   private closed = false;
+  private readonly binder: GrammarBinder;
 
   private constructor(
     private readonly llama: Llama,
@@ -57,6 +58,11 @@ export class LlamaEngine implements Engine {
     this.eog = new Set<number>();
     for (let t = 0; t < this.vocabTexts.length; t++) if (model.isEogToken(t as Token)) this.eog.add(t);
     const decoder = new TextDecoder();
+    this.binder = {
+      constraint: async (grammar, budget) => new GrammarConstraint(model, await this.grammars.get(grammar.gbnf, grammar.key), this.tokenClasses, budget),
+      accept: (constraint, token) => acceptGrammarToken(llama, constraint.state, token),
+      none: new TokenBias(model.tokenizer),
+    };
     this.tokenClasses = classifyTokens(this.vocabTexts.length, (t) => decoder.decode(this.tokenBytes(t)), (t) => model.isSpecialToken(t as Token));
     const release = llama.llamaCppRelease;
     this.info = {
@@ -154,15 +160,10 @@ export class LlamaEngine implements Engine {
     return {
       regionId: id,
       stats,
-      decode: (job: DecodeJob) => {
-        const {grammar} = job;
-        const constraint = grammar
-          ? async () => new GrammarConstraint(this.model, await this.grammars.get(grammar.gbnf, grammar.key), this.tokenClasses, job.maxTokens)
-          : undefined;
-        return runOnRegion(seq, job, this.info.promptPiece, stats, {
+      decode: (job: DecodeJob) =>
+        runOnRegion(seq, job, this.info.promptPiece, stats, {
           set: (generating) => (generating ? this.policy.generating.add(id) : this.policy.generating.delete(id)),
-        }, this.memories[id]!, constraint);
-      },
+        }, this.memories[id]!, this.binder),
       release: () => {
         if (released) return;
         released = true;

@@ -4,9 +4,9 @@
 // generated: with the library's native sampler chain, or scored against the raw logits when log
 // probabilities are wanted. Cancellation is checked between pieces and between steps.
 
-import type {LlamaContextSequence, LlamaContextSequenceRepeatPenalty, SequenceEvaluateOptions, Token} from "node-llama-cpp";
+import type {LlamaContextSequence, LlamaContextSequenceRepeatPenalty, SequenceEvaluateOptions, Token, TokenBias} from "node-llama-cpp";
 import type {SamplingParams} from "../../core/generation.ts";
-import type {DecodeEnd, DecodeJob, DecodeRun, DecodeStats} from "../engine.ts";
+import type {DecodeEnd, DecodeJob, DecodeRun, DecodeStats, GrammarRef} from "../engine.ts";
 import {ContextOverflowError, neverShift} from "./context-overflow.ts";
 import type {GrammarConstraint} from "./grammar-constraint.ts";
 import {reusableLength, type RegionMemory} from "./region-memory.ts";
@@ -24,7 +24,14 @@ export function promptPieces(start: number, end: number, piece: number): [number
   return out;
 }
 
-function samplerOptions(s: SamplingParams, generated: () => Token[], constraint: GrammarConstraint | undefined): SequenceEvaluateOptions {
+/** The grammar binding of a run: which constraint is active now (it may change between steps). */
+interface ActiveGrammar {
+  current: GrammarConstraint | undefined;
+  /** Returned as the bias while no constraint needs one: an unchanging bias keeps the native sampler chain. */
+  none: TokenBias;
+}
+
+function samplerOptions(s: SamplingParams, generated: () => Token[], grammar: ActiveGrammar | undefined): SequenceEvaluateOptions {
   const penalize = s.repeatPenalty !== 1 || s.presencePenalty !== 0 || s.frequencyPenalty !== 0;
   let repeatPenalty: LlamaContextSequenceRepeatPenalty | undefined;
   if (penalize && s.repeatLastN !== 0) {
@@ -48,7 +55,8 @@ function samplerOptions(s: SamplingParams, generated: () => Token[], constraint:
     repeatPenalty,
     yieldEogToken: true,
     contextShift: neverShift,
-    ...(constraint ? {grammarEvaluationState: constraint.state, tokenBias: () => constraint.bias()} : {}),
+    // Resolved by the library before every sampling step, so a binding made between steps applies to the next.
+    ...(grammar ? {grammarEvaluationState: () => grammar.current?.state, tokenBias: () => grammar.current?.bias() ?? grammar.none} : {}),
   };
 }
 
@@ -57,11 +65,23 @@ export interface GeneratingMark {
   set(generating: boolean): void;
 }
 
+/** What a run needs from the engine to bind grammars. */
+export interface GrammarBinder {
+  /** A fresh constraint for this grammar, with `budget` tokens left. */
+  constraint(grammar: GrammarRef, budget: number): Promise<GrammarConstraint>;
+  /** Feeds a token into a fresh constraint's grammar state (tokens the pipeline placed, not sampled). */
+  accept(constraint: GrammarConstraint, token: number): void;
+  none: TokenBias;
+}
+
 export async function* runOnRegion(seq: LlamaContextSequence, job: DecodeJob, piece: number, stats: DecodeStats, mark: GeneratingMark,
-  memory: RegionMemory, makeConstraint?: () => Promise<GrammarConstraint>): DecodeRun {
+  memory: RegionMemory, binder: GrammarBinder): DecodeRun {
   const started = performance.now();
-  if (makeConstraint && job.logprobs) throw new Error("log probabilities under a grammar are not supported (the dialect refuses this)");
-  const constraint = makeConstraint ? await makeConstraint() : undefined;
+  const constrained = job.grammar !== undefined || job.steering !== undefined;
+  if (constrained && job.logprobs) throw new Error("log probabilities under a grammar are not supported (the dialect refuses this)");
+  const grammar: ActiveGrammar | undefined = constrained
+    ? {current: job.grammar ? await binder.constraint(job.grammar, job.maxTokens) : undefined, none: binder.none}
+    : undefined;
   // node-llama-cpp brands token ids; ours are plain numbers checked at the edge.
   const prompt = job.prompt as Token[];
   stats.promptTokens = prompt.length;
@@ -102,14 +122,17 @@ export async function* runOnRegion(seq: LlamaContextSequence, job: DecodeJob, pi
   }
 
   const generated: Token[] = [];
-  const gen = seq.evaluate(lastPiece, samplerOptions(job.sampling, () => generated, constraint));
+  const gen = seq.evaluate(lastPiece, samplerOptions(job.sampling, () => generated, grammar));
   let firstTokenAt = 0;
   let end: DecodeEnd = {reason: "length"};
+  /** Tokens that replace the last sampled one: evaluated by the next step instead of it. */
+  let replacement: Token[] | undefined;
   try {
-    while (generated.length < job.maxTokens) {
+    steps: while (generated.length < job.maxTokens) {
       let res: IteratorResult<Token, void>;
       try {
-        res = await gen.next();
+        res = await gen.next(replacement as never);
+        replacement = undefined;
       } catch (err) {
         if (err instanceof ContextOverflowError) break; // backstop only: the budget is fitted before we start
         throw err;
@@ -126,15 +149,37 @@ export async function* runOnRegion(seq: LlamaContextSequence, job: DecodeJob, pi
         end = {reason: "stop_token", token};
         break;
       }
-      generated.push(res.value);
-      constraint?.accept(token);
-      stats.predictedTokens = generated.length;
-      stats.predictedMs = performance.now() - firstTokenAt;
-      mark.set(generated.length < job.maxTokens);
-      yield {kind: "token", token};
-      if (job.signal.aborted) {
-        end = {reason: "cancelled"};
-        break;
+      let emitted: number[] = [token];
+      const action = job.steering?.onToken(token) ?? null;
+      if (action?.replaceWith) {
+        // The active grammar state has already taken the sampled token, so a replacement must rebind.
+        if (grammar?.current && !action.bind) throw new Error("steering replaced a token under a grammar without rebinding it");
+        emitted = action.replaceWith;
+        // Never past the fitted budget: the region has room for exactly that many generated tokens.
+        if (emitted.length === 0 || generated.length + emitted.length > job.maxTokens) break;
+        replacement = emitted as Token[];
+      }
+      if (action?.bind && grammar) {
+        for (const t of emitted.slice(0, emitted.length - (action.bind.accept?.length ?? 0))) grammar.current?.accept(t);
+        const left = job.maxTokens - generated.length - emitted.length;
+        grammar.current = action.bind.grammar ? await binder.constraint(action.bind.grammar, left + (action.bind.accept?.length ?? 0)) : undefined;
+        for (const t of action.bind.accept ?? []) {
+          if (grammar.current) binder.accept(grammar.current, t);
+          grammar.current?.accept(t);
+        }
+      } else {
+        for (const t of emitted) grammar?.current?.accept(t);
+      }
+      for (const t of emitted) {
+        generated.push(t as Token);
+        stats.predictedTokens = generated.length;
+        stats.predictedMs = performance.now() - firstTokenAt;
+        mark.set(generated.length < job.maxTokens);
+        yield {kind: "token", token: t};
+        if (job.signal.aborted) {
+          end = {reason: "cancelled"};
+          break steps;
+        }
       }
     }
   } finally {

@@ -7,6 +7,9 @@ import {decodeSampling, decodeStops, notYet, resolveBudget} from "../../fields/c
 import type {SchemaCache} from "../../../grammar/index.ts";
 import {resolveLogprobs} from "../../fields/logprobs.ts";
 import {compileFormat} from "../../fields/response-format.ts";
+import {decodeTools, type ToolInput} from "../../fields/tools.ts";
+import type {Logger} from "../../../observability/log.ts";
+import type {Counters} from "../../../observability/counters.ts";
 import {parseBody} from "../../fields/validate.ts";
 import {chatRequestSchema, type ChatMessageBody, type ChatRequestBody} from "./schema.ts";
 
@@ -24,6 +27,24 @@ export interface ChatDecodeContext {
   /** Compiled schemas (shared cache) and SVC_GRAMMAR. */
   schemas: SchemaCache;
   grammarEnabled: boolean;
+  /** SVC_STRICT_TOOLS */
+  strictTools: boolean;
+  logger: Logger;
+  counters: Counters;
+}
+
+/** OpenAI's tool entries: `{type: "function", function: {name, description, parameters, strict}}`. */
+function toolInputs(raw: unknown[] | null | undefined): ToolInput[] {
+  return (raw ?? []).map((t, i) => {
+    const field = `tools[${i}]`;
+    if (typeof t !== "object" || t === null || Array.isArray(t)) throw invalidField(field, "must be an object {type: \"function\", function: {...}}");
+    const o = t as {type?: unknown; function?: unknown};
+    if (o.type !== "function") throw invalidField(`${field}.type`, `must be "function" (got ${JSON.stringify(o.type)})`);
+    const f = o.function;
+    if (typeof f !== "object" || f === null || Array.isArray(f)) throw invalidField(`${field}.function`, "is required: {name, description, parameters}");
+    const fn = f as Record<string, unknown>;
+    return {name: fn.name, description: fn.description, parameters: fn.parameters, strict: fn.strict, field: `${field}.function`};
+  });
 }
 
 const MEDIA_PARTS: Record<string, string> = {
@@ -85,7 +106,13 @@ export function decodeChat(raw: unknown, ctx: ChatDecodeContext): DecodedChat {
   const grammar = compileFormat(
     !rf || rf.type === "text" ? {kind: "text"} : rf.type === "json_object" ? {kind: "json_object"} : {kind: "json_schema", schema: rf.json_schema.schema},
     {schemas: ctx.schemas, enabled: ctx.grammarEnabled, field: rf?.type === "json_schema" ? "response_format.json_schema.schema" : "response_format"});
-  if (body.tools && body.tools.length > 0) notYet("tools", "tool calling");
+  const tools = decodeTools(toolInputs(body.tools), body.tool_choice, body.parallel_tool_calls, {choice: "tool_choice", parallel: "parallel_tool_calls"}, {
+    strictEnabled: ctx.strictTools,
+    requestReasons: logprobs ? ["the request asks for logprobs"] : [],
+    logger: ctx.logger,
+    counters: ctx.counters,
+    requestId: ctx.requestId,
+  });
   if (body.guard !== undefined && body.guard !== null && body.guard !== false) notYet("guard", "the streaming guard");
 
   const continueFinal = body.continue_final_message ?? false;
@@ -118,6 +145,8 @@ export function decodeChat(raw: unknown, ctx: ChatDecodeContext): DecodedChat {
       continueFinalMessage: continueFinal,
       enableThinking,
       templateKwargs: kwargs,
+      // tool_choice "none": the model is not told about the tools (and a call it writes anyway is dropped).
+      tools: tools && tools.choice.kind !== "none" ? body.tools! : undefined,
     },
     maxTokens,
     sampling,
@@ -125,7 +154,9 @@ export function decodeChat(raw: unknown, ctx: ChatDecodeContext): DecodedChat {
     stopTokenIds: body.stop_token_ids ?? [],
     wantProgress: stream && (body.return_progress ?? false),
     logprobs,
-    grammar,
+    grammar: grammar && {gbnf: grammar.gbnf, key: grammar.key},
+    grammarRootObject: grammar?.rootObject ?? false,
+    tools,
     signal: ctx.signal,
   };
   return {body, request, stream, includeUsage: stream && (body.stream_options?.include_usage ?? false)};

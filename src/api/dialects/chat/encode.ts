@@ -2,7 +2,7 @@
 // SDK's types; the stream follows what `client.chat.completions.stream()` demands: the role in the first
 // delta, a finish_reason in the last choice chunk, the usage chunk (choices: []) only when asked, then [DONE].
 
-import type {ChatCompletion, ChatCompletionChunk} from "openai/resources/chat/completions";
+import type {ChatCompletion, ChatCompletionChunk, ChatCompletionMessageFunctionToolCall} from "openai/resources/chat/completions";
 import type {ApiError} from "../../../core/errors.ts";
 import type {GenerationEvent, PromptProgress, Timings, UsageCounts} from "../../../core/generation.ts";
 import {openAiErrorBody} from "../../error-body.ts";
@@ -27,14 +27,29 @@ export function chatUsage(u: UsageCounts): Usage {
   };
 }
 
+type ToolCall = ChatCompletionMessageFunctionToolCall;
+
 export function chatCompletionBody(who: ChatIdentity, events: GenerationEvent[]): ChatCompletion & {timings: Timings} {
   let content = "";
+  let reasoning = "";
+  const calls: ToolCall[] = [];
   let done: Done | undefined;
   for (const ev of events) {
     if (ev.type === "text") content += ev.text;
+    else if (ev.type === "reasoning") reasoning += ev.text;
+    else if (ev.type === "tool_call_start") calls[ev.index] = {id: ev.id, type: "function", function: {name: ev.name, arguments: ""}};
+    else if (ev.type === "tool_call_args") calls[ev.index]!.function.arguments += ev.text;
     else if (ev.type === "done") done = ev;
   }
   if (!done) throw new Error("generation ended without a done event");
+  const message: ChatCompletion["choices"][number]["message"] & {reasoning_content?: string} = {
+    role: "assistant",
+    // OpenAI sends null content beside tool calls when the model wrote no text.
+    content: calls.length > 0 && content === "" ? null : content,
+    refusal: null,
+  };
+  if (calls.length > 0) message.tool_calls = calls;
+  if (reasoning) message.reasoning_content = reasoning;
   return {
     id: who.id,
     object: "chat.completion",
@@ -42,7 +57,7 @@ export function chatCompletionBody(who: ChatIdentity, events: GenerationEvent[])
     model: who.model,
     choices: [{
       index: 0,
-      message: {role: "assistant", content, refusal: null},
+      message,
       logprobs: done.logprobs ? {content: done.logprobs, refusal: null} : null,
       finish_reason: done.finishReason,
     }],
@@ -76,6 +91,14 @@ export function chatStreamEncoder(who: ChatIdentity, includeUsage: boolean): Str
           return [{data: chunk([], {prompt_progress: ev.progress})}];
         case "text":
           return [...roleFrame(), {data: chunk([{index: 0, delta: {content: ev.text}, logprobs: null, finish_reason: null}])}];
+        case "reasoning":
+          return [...roleFrame(), {data: chunk([{index: 0, delta: {reasoning_content: ev.text} as ChatCompletionChunk.Choice.Delta, logprobs: null, finish_reason: null}])}];
+        case "tool_call_start":
+          return [...roleFrame(), {data: chunk([{index: 0, delta: {tool_calls: [{index: ev.index, id: ev.id, type: "function", function: {name: ev.name, arguments: ""}}]},
+            logprobs: null, finish_reason: null}])}];
+        case "tool_call_args":
+          // Every tool_calls delta carries a function object (some clients require it).
+          return [...roleFrame(), {data: chunk([{index: 0, delta: {tool_calls: [{index: ev.index, function: {arguments: ev.text}}]}, logprobs: null, finish_reason: null}])}];
         case "done": {
           const frames = [...roleFrame(), {data: chunk([{index: 0, delta: {}, logprobs: null, finish_reason: ev.finishReason}], {timings: ev.timings})}];
           if (includeUsage) frames.push({data: chunk([], {usage: chatUsage(ev.usage), timings: ev.timings})});

@@ -12,7 +12,7 @@ export function registerChatRoutes(app: FastifyInstance, deps: ServerDeps): void
     const id = `chatcmpl-${randomBytes(12).toString("hex")}`;
     const abort = hangUpSignal(req, reply);
     const decoded = decodeChat(req.body, {requestId: id, signal: abort.signal, maxTokensCap: deps.config.maxTokensCap,
-      schemas: deps.schemas, grammarEnabled: deps.config.grammar});
+      schemas: deps.schemas, grammarEnabled: deps.config.grammar, strictTools: deps.config.strictTools, logger: deps.logger, counters: deps.counters});
     const who = {id, created: Math.floor(Date.now() / 1000), model: deps.model.id};
     await serveGeneration(deps, req, reply, {
       route: "chat",

@@ -51,6 +51,7 @@ export const chatRequestSchema = z.looseObject({
   ], {error: "must be {type: \"text\"}, {type: \"json_object\"} or {type: \"json_schema\", json_schema: {name, schema}}"}).nullish(),
   tools: z.array(z.unknown()).nullish(),
   tool_choice: z.unknown().optional(),
+  parallel_tool_calls: z.boolean().nullish(),
   continue_final_message: z.boolean().nullish(),
   add_generation_prompt: z.boolean().nullish(),
   chat_template_kwargs: z.record(z.string(), z.unknown()).nullish(),

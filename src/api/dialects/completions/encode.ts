@@ -2,7 +2,7 @@
 
 import type {Completion} from "openai/resources/completions";
 import type {ApiError} from "../../../core/errors.ts";
-import type {GenerationEvent, PromptProgress, Timings, TokenLogprob, UsageCounts} from "../../../core/generation.ts";
+import type {FinishReason, GenerationEvent, PromptProgress, Timings, TokenLogprob, UsageCounts} from "../../../core/generation.ts";
 import {openAiErrorBody} from "../../error-body.ts";
 import type {StreamEncoder} from "../../serve-generation.ts";
 
@@ -54,7 +54,7 @@ export function completionBody(who: CompletionIdentity, events: GenerationEvent[
     object: "text_completion",
     created: who.created,
     model: who.model,
-    choices: [{index: 0, text, logprobs: done.logprobs ? legacyLogprobs(done.logprobs, topAsked > 0) : null, finish_reason: done.finishReason}],
+    choices: [{index: 0, text, logprobs: done.logprobs ? legacyLogprobs(done.logprobs, topAsked > 0) : null, finish_reason: rawFinish(done.finishReason)}],
     usage: usage(done.usage),
     timings: done.timings,
   };
@@ -80,13 +80,21 @@ export function completionStreamEncoder(who: CompletionIdentity, includeUsage: b
         case "text":
           return [{data: chunk([{index: 0, text: ev.text, logprobs: null, finish_reason: null as never}])}];
         case "done": {
-          const frames = [{data: chunk([{index: 0, text: "", logprobs: null, finish_reason: ev.finishReason}], {timings: ev.timings})}];
+          const frames = [{data: chunk([{index: 0, text: "", logprobs: null, finish_reason: rawFinish(ev.finishReason)}], {timings: ev.timings})}];
           if (includeUsage) frames.push({data: chunk([], {usage: usage(ev.usage), timings: ev.timings})});
           return frames;
         }
+        default:
+          // Raw prompts have no reasoning split and no tools.
+          return [];
       }
     },
     terminator: "[DONE]",
     errorFrame: (err: ApiError) => openAiErrorBody(err),
   };
+}
+
+/** Raw prompts never carry tools, so a tool-call finish cannot happen here; map it to "stop" to stay in the API's set. */
+function rawFinish(reason: FinishReason): "stop" | "length" {
+  return reason === "length" ? "length" : "stop";
 }

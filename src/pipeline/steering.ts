@@ -1,0 +1,262 @@
+// Which grammar binds the reply, token by token. A reply is not one grammar from its first token when
+// it can think first (the reasoning block is free, the JSON starts after it), when a tool call may come
+// instead of the JSON (a free preamble, then the schema from the first `{`), or when tool calls are
+// enforced (a call binds once it opens, then one grammar per parameter so they may come in any order).
+// The steering watches the text the engine generates and tells it, between steps, what binds next.
+
+import type {DecodeSteering, GrammarRef, SteerAction} from "../engine/engine.ts";
+import type {CallBoundary, CallPhase, ToolCallGrammars} from "./tool-call-grammars.ts";
+
+export interface SteeringText {
+  /** Text of one token in context (the steering's own incremental view of the reply). */
+  push(token: number): string;
+  /** Tokens for a text the steering places (the part of a token up to a boundary). */
+  tokenize(text: string): number[];
+}
+
+export interface SteeringPlan {
+  /** "inside": the prompt opened the reasoning block; "force-open": the reply must start by opening it
+   * (thinking is on and the answer is bound from its first token); "may-open": the model may open it first
+   * (the answer starts free); "none": no block to wait for. */
+  reasoning: {mode: "inside" | "force-open" | "may-open" | "none"; open: string; close: string};
+  answer:
+    /** The answer is this JSON schema; with `escape`, a free preamble (capped) may come first, then the
+     * schema binds from the first `{` (or when the cap is reached); a tool call may open in the preamble. */
+    | {kind: "schema"; grammar: GrammarRef; escape: {budget: number; braceToken: number} | null}
+    /** A tool call must come: bound from the answer's first token. */
+    | {kind: "call"}
+    /** Free text; tool calls (when `calls` is set) are bound once their opener appears. */
+    | {kind: "free"};
+  /** Enforced tool calls; null: calls are parsed but not bound. */
+  calls: ToolCallGrammars | null;
+  /** After a call closes, more calls may follow. */
+  parallel: boolean;
+}
+
+/** The spec's upper bound on the free preamble before a JSON answer when tools are offered. */
+export const MAX_PREAMBLE_TOKENS = 1024;
+
+type State =
+  | {kind: "maybe-thinking"; text: string}
+  | {kind: "thinking"; text: string}
+  | {kind: "answer-start"}
+  | {kind: "preamble"; text: string; tokens: number; cap: number}
+  | {kind: "free"; text: string}
+  | {kind: "phase"; phase: CallPhase; text: string}
+  | {kind: "json"}
+  | {kind: "ended"};
+
+export class ReplySteering implements DecodeSteering {
+  private state: State;
+  /** Grammar to bind before the first token (the answer or the forced opener). */
+  readonly initial: GrammarRef | null;
+  /** Text dropped before the JSON (the preamble) ends here; the pipeline drops content until then. */
+  jsonStarted = false;
+  /** Calls whose grammar closed (enforced calls only). */
+  callsClosed = 0;
+  /** Tokens spent in the preamble (for the log). */
+  preambleTokens = 0;
+  /** Tokens seen so far (the budget left after thinking sets the preamble's cap). */
+  private seen = 0;
+  private preambleCap = 0;
+
+  constructor(private readonly plan: SteeringPlan, private readonly text: SteeringText) {
+    if (plan.reasoning.mode === "inside") {
+      this.state = {kind: "thinking", text: ""};
+      this.initial = null;
+    } else if (plan.reasoning.mode === "may-open") {
+      this.state = {kind: "maybe-thinking", text: ""};
+      this.initial = null;
+    } else if (plan.reasoning.mode === "force-open") {
+      this.state = {kind: "thinking", text: ""};
+      this.initial = literalGrammar(plan.reasoning.open);
+    } else {
+      this.state = {kind: "answer-start"};
+      this.initial = this.answerBinding();
+    }
+  }
+
+  /** What binds when the answer starts (after reasoning, or at the reply's start); sets the state. */
+  private answerBinding(): GrammarRef | null {
+    const {answer, calls} = this.plan;
+    const cap = answer.kind === "schema" && answer.escape
+      // The spec's cap: half of what the budget leaves after thinking, at most 1,024 tokens.
+      ? Math.min(MAX_PREAMBLE_TOKENS, Math.floor(Math.max(0, answer.escape.budget - this.seen) / 2))
+      : 0;
+    if (answer.kind === "schema" && (!answer.escape || cap === 0)) {
+      this.state = {kind: "json"};
+      this.jsonStarted = true;
+      return answer.grammar;
+    }
+    if (answer.kind === "schema") {
+      this.preambleCap = cap;
+      this.state = {kind: "preamble", text: "", tokens: 0, cap};
+      return null;
+    }
+    if (answer.kind === "call" && calls) {
+      const phase: CallPhase = {kind: "open", fromReplyStart: true};
+      this.state = {kind: "phase", phase, text: ""};
+      return calls.grammar(phase);
+    }
+    this.state = {kind: "free", text: ""};
+    return null;
+  }
+
+  onToken(token: number): SteerAction | null {
+    this.seen++;
+    return this.onToken0(this.text.push(token));
+  }
+
+  /** Steps the state with a piece of text (a token's, or text carried over from a state just left). */
+  private onToken0(piece: string): SteerAction | null {
+    const st = this.state;
+    switch (st.kind) {
+      case "maybe-thinking": {
+        st.text += piece;
+        const head = st.text.trimStart();
+        const {open} = this.plan.reasoning;
+        if (head.startsWith(open)) {
+          this.state = {kind: "thinking", text: ""};
+          return this.onToken0(head);
+        }
+        if (open.startsWith(head)) return null;
+        // No reasoning block: the answer started with this text.
+        const bind = this.answerBinding();
+        if (bind) throw new Error("a reply that may open a reasoning block must start free");
+        return this.onToken0(st.text);
+      }
+      case "thinking": {
+        const {open, close, mode} = this.plan.reasoning;
+        const wasOpen = st.text.length >= open.length;
+        st.text += piece;
+        const at = st.text.indexOf(close);
+        // The forced opener's grammar ends with the opener; the block itself is free.
+        if (at < 0) return mode === "force-open" && !wasOpen && st.text.length >= open.length ? {bind: {grammar: null}} : null;
+        const end = at + this.plan.reasoning.close.length;
+        const overhang = st.text.length - end;
+        const grammar = this.answerBinding();
+        if (overhang === 0) return {bind: {grammar}};
+        // The token ran past the marker: keep the part up to it, so the answer's grammar sees its start.
+        return {replaceWith: this.text.tokenize(piece.slice(0, piece.length - overhang)), bind: {grammar}};
+      }
+      case "preamble":
+        return this.onPreamble(st, piece);
+      case "free":
+        return this.onFree(st, piece);
+      case "phase":
+        return this.onPhase(st, piece);
+      default:
+        return null;
+    }
+  }
+
+  private onPreamble(st: Extract<State, {kind: "preamble"}>, piece: string): SteerAction | null {
+    const answer = this.plan.answer as Extract<SteeringPlan["answer"], {kind: "schema"}>;
+    const escape = answer.escape!;
+    st.tokens++;
+    this.preambleTokens = st.tokens;
+    const opener = this.plan.calls?.opener ?? null;
+    const brace = piece.indexOf("{");
+    st.text += piece;
+    if (opener && st.text.includes(opener)) {
+      // A tool call instead of the JSON: bind it when calls are enforced; otherwise it is only parsed.
+      return this.openCall(st.text, piece, opener);
+    }
+    if (brace >= 0 && !(opener && couldBecome(st.text, opener))) {
+      // The JSON starts at this `{`: text before it is dropped, and the schema binds already past it.
+      this.state = {kind: "json"};
+      this.jsonStarted = true;
+      return {replaceWith: [escape.braceToken], bind: {grammar: answer.grammar, accept: [escape.braceToken]}};
+    }
+    if (st.tokens >= st.cap) {
+      this.state = {kind: "json"};
+      this.jsonStarted = true;
+      return {bind: {grammar: answer.grammar}};
+    }
+    return null;
+  }
+
+  private onFree(st: Extract<State, {kind: "free"}>, piece: string): SteerAction | null {
+    const opener = this.plan.calls?.opener;
+    if (!opener) return null;
+    st.text += piece;
+    if (!st.text.includes(opener)) {
+      // Keep only what could still be the start of the opener.
+      if (st.text.length > opener.length * 4) st.text = st.text.slice(-opener.length);
+      return null;
+    }
+    return this.openCall(st.text, piece, opener);
+  }
+
+  /** The opener was written freely: bind the call's grammar right after it. */
+  private openCall(text: string, piece: string, opener: string): SteerAction | null {
+    const calls = this.plan.calls;
+    if (!calls) {
+      this.state = {kind: "ended"};
+      return null;
+    }
+    const end = text.indexOf(opener) + opener.length;
+    const overhang = text.length - end;
+    const phase: CallPhase = {kind: "open", fromReplyStart: false};
+    this.state = {kind: "phase", phase, text: ""};
+    const grammar = calls.grammar(phase);
+    if (overhang === 0) return {bind: {grammar}};
+    return {replaceWith: this.text.tokenize(piece.slice(0, piece.length - overhang)), bind: {grammar}};
+  }
+
+  private onPhase(st: Extract<State, {kind: "phase"}>, piece: string): SteerAction | null {
+    const calls = this.plan.calls!;
+    st.text += piece;
+    const b: CallBoundary | null = calls.boundary(st.phase, st.text);
+    if (!b) return null;
+    let next: CallPhase | null;
+    switch (b.kind) {
+      case "named":
+        next = {kind: "argument", tool: b.name, written: []};
+        break;
+      case "parameter":
+        next = st.phase.kind === "argument" ? {kind: "argument", tool: st.phase.tool, written: [...st.phase.written, b.name]} : null;
+        break;
+      case "closed":
+        this.callsClosed++;
+        next = calls.afterCall();
+        break;
+      case "more":
+        next = {kind: "argument", tool: b.name, written: []};
+        break;
+      case "end":
+        next = null;
+        break;
+    }
+    if (next) {
+      this.state = {kind: "phase", phase: next, text: ""};
+      return {bind: {grammar: calls.grammar(next)}};
+    }
+    // After the last call: more text may follow only in a free reply; a schema answer binds its JSON.
+    const answer = this.plan.answer;
+    if (b.kind === "closed" && this.plan.parallel && answer.kind === "schema") {
+      this.state = {kind: "preamble", text: "", tokens: this.preambleTokens, cap: this.preambleCap};
+      return {bind: {grammar: null}};
+    }
+    if (b.kind === "closed" && this.plan.parallel && answer.kind !== "schema") {
+      this.state = {kind: "free", text: ""};
+      return {bind: {grammar: null}};
+    }
+    this.state = {kind: "ended"};
+    return null;
+  }
+}
+
+/** Whether some continuation of `text` contains `opener` starting within its last opener.length chars. */
+function couldBecome(text: string, opener: string): boolean {
+  for (let k = Math.min(opener.length - 1, text.length); k > 0; k--) {
+    if (opener.startsWith(text.slice(text.length - k))) return true;
+  }
+  return false;
+}
+
+/** A grammar that is exactly one literal text. */
+export function literalGrammar(text: string): GrammarRef {
+  const gbnf = `root ::= ${JSON.stringify(text)}`;
+  return {gbnf, key: `literal:${text}`};
+}
