@@ -200,9 +200,12 @@ class ReplyShaper {
   callsComplete = true;
   /** The reply is over before its end-of-turn (its one allowed call closed). */
   finished = false;
+  /** Content is dropped until the JSON answer starts (a preamble may come first). */
+  private awaitingJson: boolean;
 
   constructor(private readonly plan: ReplyPlan, private readonly steering: ReplySteering | null) {
     this.parser = new ReplyParser(plan.parser);
+    this.awaitingJson = steering !== null && plan.steering?.answer.kind === "schema";
   }
 
   *push(text: string): Generator<GenerationEvent> {
@@ -223,11 +226,20 @@ class ReplyShaper {
         case "reasoning":
           yield {type: "reasoning", text: part.text};
           break;
-        case "content":
-          // With a JSON answer after a free preamble, the preamble is dropped (the spec's rule).
-          if (this.steering && this.plan.steering?.answer.kind === "schema" && !this.steering.jsonStarted) break;
-          yield {type: "text", text: part.text};
+        case "content": {
+          // With a JSON answer after a free preamble, the preamble is dropped (the spec's rule): everything
+          // before the JSON's `{`, including preamble text the parser held back until the JSON came.
+          let text = part.text;
+          if (this.awaitingJson) {
+            if (!this.steering!.jsonStarted) break;
+            const brace = text.indexOf("{");
+            if (brace < 0) break;
+            text = text.slice(brace);
+            this.awaitingJson = false;
+          }
+          yield {type: "text", text};
           break;
+        }
         case "call_start": {
           if (this.plan.dropCalls) break;
           const id = `call_${randomBytes(12).toString("hex")}`;

@@ -186,7 +186,7 @@ const CASES: Case[] = [
     calls: [{name: "get_weather", args: {city: "Paris", days: 2}}]},
   {name: "xml bare <function=>", syntax: "qwen-xml", text: "<function=get_weather>\n<parameter=city>\nRome\n</parameter>\n</function>\nok",
     content: "ok", calls: [{name: "get_weather", args: {city: "Rome"}}]},
-  {name: "xml bare <function= that is not a call", syntax: "qwen-xml", text: "Use <function=\nlater", content: "Uselater"},
+  {name: "xml bare <function= that is not a call", syntax: "qwen-xml", text: "Use <function=\nlater", content: "Use\nlater"},
   {name: "xml </tool_call> without </function>", syntax: "qwen-xml", text: `${XML_HEAD}<parameter=days>\n5\n</parameter>\n</tool_call>`,
     calls: [{name: "get_weather", args: {days: 5}}]},
   {name: "xml unterminated in a string", syntax: "qwen-xml", text: `${XML_HEAD}<parameter=city>\nPar`,

@@ -22,7 +22,11 @@ import type {ReasoningMarkers, ReplyMode, ReplyParserOptions, ReplyPart, ToolSpe
 type State = "start" | "reasoning" | "contentStart" | "content" | "region";
 
 const CALL_OPEN = "<tool_call>";
-/** A close tag outside any call is still call syntax: it is dropped, not shown. */
+/**
+ * A close tag outside any call is still call syntax: it is dropped, not shown. (The text around it is
+ * not re-joined, so a contrived "<tool</tool_call>_call>" shows as "<tool" + "_call>" — re-scanning
+ * the join would make the result depend on how the text was chunked.)
+ */
 const STRAY_CLOSE = "</tool_call>";
 
 export class ReplyParser {
