@@ -83,9 +83,17 @@ describe("bad input is refused with a clear 4xx", () => {
   });
   test("features of later builds, and logprobs outside the scoring rules, are refused, not ignored", async () => {
     refused(await chat({messages: user, response_format: {type: "json_schema", json_schema: {name: "x", schema: {type: "string", format: "email"}}}}), 400, /^response_format\.json_schema\.schema: .*"format"/);
-    refused(await chat({messages: user, tools: [{type: "function", function: {name: "f", parameters: {}}}]}), 400, /^tools: tool calling is not available/);
     refused(await chat({messages: user, logprobs: true, temperature: 0}), 400, /^logprobs: at temperature 0 log probabilities are for scoring one token/);
     refused(await chat({messages: user, n: 2}), 400, /^n: only one choice/);
+  });
+  test("tools: a bad name, a duplicate, a choice naming no tool, a choice without tools", async () => {
+    const f = (name: string) => ({type: "function", function: {name, parameters: {type: "object"}}});
+    refused(await chat({messages: user, tools: [f("get weather")]}), 400, /^tools\[0\]\.function\.name: must be 1 to 64 letters/);
+    refused(await chat({messages: user, tools: [f("a"), f("a")]}), 400, /^tools\[1\]\.function\.name: "a" names two tools/);
+    refused(await chat({messages: user, tools: [f("a")], tool_choice: {type: "function", function: {name: "b"}}}), 400,
+      /^tool_choice\.function\.name: "b" is not one of the request's tools/);
+    refused(await chat({messages: user, tool_choice: "required"}), 400, /^tool_choice: needs tools/);
+    refused(await chat({messages: user, tools: [{type: "function", function: {name: "a", parameters: []}}]}), 400, /^tools\[0\]\.function\.parameters: must be a JSON schema object/);
   });
   test("a prompt of exactly the context size is refused; one token less is served", async () => {
     const at = await post(`${server.url}/v1/completions`, {prompt: Array(CTX).fill(28), max_tokens: 1});

@@ -4,18 +4,11 @@
 
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
+import {seededRandom} from "../../src/engine/logit-sampler.ts";
 import {ReplyParser, type ReplyParserOptions, type ReplyPart, type ToolSyntax} from "../../src/pipeline/reply/index.ts";
 
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The sampler's seeded PRNG (mulberry32), so random chunkings are reproducible. */
+const rng = seededRandom;
 
 const FRAGMENTS = [
   "<tool_call>", "</tool_call>", "<function=get_weather>", "<function=", "</function>", "<parameter=city>",

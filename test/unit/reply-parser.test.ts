@@ -3,6 +3,7 @@
 
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
+import {seededRandom} from "../../src/engine/logit-sampler.ts";
 import {ReplyParser, type ReasoningMarkers, type ReplyParserOptions, type ReplyPart, type ToolSpec, type ToolSyntax}
   from "../../src/pipeline/reply/index.ts";
 
@@ -12,17 +13,8 @@ interface Folded {
   calls: {name: string; arguments: string; complete: boolean}[];
 }
 
-/** Deterministic PRNG (mulberry32) so random chunkings are reproducible. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The sampler's seeded PRNG (mulberry32), so random chunkings are reproducible. */
+const rng = seededRandom;
 
 /** Chunkings every case is fed in: whole, one UTF-16 unit at a time, and seeded random sizes 1..9. */
 function chunkings(text: string): {label: string; chunks: string[]}[] {
