@@ -140,10 +140,10 @@ export class GenerationPipeline {
     const maxTokens = this.fitBudget(prompt.tokens.length, req.maxTokens);
     const plan = planReply(req, {template: this.template, promptText: prompt.text, budget: maxTokens, schemaEscape: this.opts.schemaEscape,
       braceToken: this.braceToken});
-    for (const grammar of [req.grammar, plan.grammar]) {
-      if (!grammar) continue;
-      // Compiled once per distinct schema; a grammar the engine rejects is our compiler's fault, so a 500 that says so.
-      await this.engine.prepareGrammar(grammar).catch((err: Error) => {
+    if (req.grammar) {
+      // Loaded before the region is taken, whether it binds from the first token or later (plan.grammar is it
+      // or null). A grammar the engine rejects is our compiler's fault, so a 500 that says so.
+      await this.engine.prepareGrammar(req.grammar).catch((err: Error) => {
         throw new ApiError("server_error", `internal error: the engine rejected the grammar compiled from this schema (${err.message})`);
       });
     }

@@ -14,7 +14,7 @@ export const THINK_CLOSE = "</think>";
 
 export interface ReplyPlan {
   parser: ReplyParserOptions;
-  /** Bound from the first token when no steering is needed. */
+  /** Bound from the first token when no steering is needed (the request's schema, or null). */
   grammar: GrammarRef | null;
   steering: SteeringPlan | null;
   /** parallel_tool_calls: false — the reply ends when its first call closes. */
@@ -68,7 +68,6 @@ export function planReply(req: GenerationRequest, ctx: PlanContext): ReplyPlan {
   // One grammar from the first token is enough when nothing comes before the answer and no call follows.
   if (!thinking && answer.kind === "schema" && answer.escape === null) return {...base, grammar: answer.grammar, steering: null};
   if (answer.kind === "free" && !calls) return {...base, grammar: null, steering: null};
-  if (thinking && answer.kind === "free" && !calls) return {...base, grammar: null, steering: null};
   const mode = !thinking ? "none" : inside ? "inside" : bindsFromStart ? "force-open" : "may-open";
   return {
     ...base,

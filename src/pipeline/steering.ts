@@ -232,18 +232,15 @@ export class ReplySteering implements DecodeSteering {
       this.state = {kind: "phase", phase: next, text: ""};
       return {bind: {grammar: calls.grammar(next)}};
     }
-    // After the last call: more text may follow only in a free reply; a schema answer binds its JSON.
-    const answer = this.plan.answer;
-    if (b.kind === "closed" && this.plan.parallel && answer.kind === "schema") {
-      this.state = {kind: "preamble", text: "", tokens: this.preambleTokens, cap: this.preambleCap};
-      return {bind: {grammar: null}};
+    if (b.kind !== "closed" || !this.plan.parallel) {
+      this.state = {kind: "ended"};
+      return null;
     }
-    if (b.kind === "closed" && this.plan.parallel && answer.kind !== "schema") {
-      this.state = {kind: "free", text: ""};
-      return {bind: {grammar: null}};
-    }
-    this.state = {kind: "ended"};
-    return null;
+    // More may follow a call: free text watched for the next opener, or, before a JSON answer, the preamble again.
+    this.state = this.plan.answer.kind === "schema"
+      ? {kind: "preamble", text: "", tokens: this.preambleTokens, cap: this.preambleCap}
+      : {kind: "free", text: ""};
+    return {bind: {grammar: null}};
   }
 }
 

@@ -3,17 +3,15 @@
 // "Strict tools" rule 5). A strict tool that cannot be enforced is still served, called as without
 // strict, logged and counted; that is the spec's rule, not an error.
 
-import {invalidField, invalidRequest} from "../../core/errors.ts";
+import {invalidField} from "../../core/errors.ts";
 import type {ToolChoice, ToolDefinition, ToolsRequest} from "../../core/generation.ts";
-import {MAX_STRICT_PARAMETERS, strictEligibility} from "../../grammar/index.ts";
+import {isToolName, MAX_STRICT_PARAMETERS, strictEligibility} from "../../grammar/index.ts";
 import type {Logger} from "../../observability/log.ts";
 import type {Counters} from "../../observability/counters.ts";
 
 /** More tools than this on one request: every strict tool is served unenforced. */
 export const MAX_STRICT_TOOLS = 128;
 export {MAX_STRICT_PARAMETERS};
-
-const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 
 export interface ToolInput {
   name: unknown;
@@ -44,7 +42,7 @@ export function decodeTools(inputs: ToolInput[], choiceRaw: unknown, parallelRaw
   }
   const seen = new Set<string>();
   const tools: ToolDefinition[] = inputs.map((t) => {
-    if (typeof t.name !== "string" || !TOOL_NAME.test(t.name)) {
+    if (!isToolName(t.name)) {
       throw invalidField(`${t.field}.name`, "must be 1 to 64 letters, digits, underscores or dashes");
     }
     if (seen.has(t.name)) throw invalidField(`${t.field}.name`, `"${t.name}" names two tools; tool names must be unique`);
@@ -95,9 +93,4 @@ function decodeChoice(raw: unknown, field: string, names: ReadonlySet<string>): 
     return {kind: "named", name};
   }
   throw invalidField(field, `must be "auto", "none", "required" or {type: "function", function: {name}}`);
-}
-
-/** Refuses what no route can serve with tools (kept apart so routes share the message). */
-export function refuseToolsWith(what: string, field: string): never {
-  throw invalidRequest(`${what} cannot be used together with tools on this server`, field);
 }
