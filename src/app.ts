@@ -1,11 +1,20 @@
 // The composition root: the only place concrete classes are wired together.
 
 import {readFileSync} from "node:fs";
+import {join} from "node:path";
 import type {FastifyInstance} from "fastify";
 import {registerChatRoutes} from "./api/dialects/chat/routes.ts";
 import {registerCompletionsRoutes} from "./api/dialects/completions/routes.ts";
 import type {ServerDeps} from "./api/deps.ts";
 import {registerStateRoutes} from "./api/ops/state-routes.ts";
+import {registerMetricsRoute} from "./api/ops/metrics-routes.ts";
+import {registerHandleRoutes} from "./api/ops/handle-routes.ts";
+import {DiskStore} from "./engine/kv/disk-store.ts";
+import {createMetrics} from "./observability/metrics.ts";
+import {ServerStats} from "./observability/server-stats.ts";
+import {HandleRegistry} from "./sessions/handles.ts";
+import {SessionService} from "./sessions/session-service.ts";
+import {stateIdentity} from "./engine/llama/state-identity.ts";
 import {registerTokenizeRoutes} from "./api/ops/tokenize-routes.ts";
 import {buildServer} from "./api/server.ts";
 import type {Config} from "./config/config.ts";
@@ -47,7 +56,12 @@ function loadTemplate(engine: LlamaEngine, logger: Logger): ChatTemplate | null 
 export async function createApp(config: Config, logger: Logger): Promise<App> {
   const resolved = await resolveModel(config.model, {modelsDir: config.modelsDir, logger, progress: config.progress});
   logger.info("model ready", {path: resolved.path, sha256: resolved.sha256 ?? "not hashed (local path)"});
+  const identity = await stateIdentity(resolved.path, resolved.sha256, config.ctxSize);
+  const disk = config.cacheDir && config.promptCache
+    ? await DiskStore.open({dir: join(config.cacheDir, "kv"), budgetBytes: config.cacheDiskMb * 1024 * 1024, identity, logger})
+    : null;
   const engine = await LlamaEngine.load({
+    disk,
     modelPath: resolved.path,
     regions: config.parallel,
     contextSize: config.ctxSize,
@@ -60,17 +74,22 @@ export async function createApp(config: Config, logger: Logger): Promise<App> {
     logger.warn("SVC_CTX_SIZE is above the model's training context; using the training context", {asked: config.ctxSize, using: engine.info.contextSize});
   }
   const template = loadTemplate(engine, logger);
+  const handles = config.fork
+    ? await HandleRegistry.open({dir: config.cacheDir ? join(config.cacheDir, "handles") : null, maxHandles: config.forkHandles, ttlS: config.forkTtl,
+      identity, logger})
+    : null;
   const pipeline = new GenerationPipeline(engine, template, {
     queueTimeoutMs: config.queueTimeout * 1000,
     maxTokensDefault: config.maxTokensDefault,
     schemaEscape: config.schemaEscape,
-  }, logger);
+  }, logger, handles ? new SessionService(handles, logger) : null);
   const deps: ServerDeps = {
     config,
     engine,
     pipeline,
     schemas: new SchemaCache(),
     counters: newCounters(),
+    stats: new ServerStats(),
     template,
     model: {id: config.modelId, path: resolved.path, sha256: resolved.sha256, source: resolved.source},
     logger,
@@ -82,11 +101,25 @@ export async function createApp(config: Config, logger: Logger): Promise<App> {
   registerCompletionsRoutes(server, deps);
   registerStateRoutes(server, deps);
   registerTokenizeRoutes(server, deps);
+  registerHandleRoutes(server, handles);
+  registerMetricsRoute(server, createMetrics({
+    stats: deps.stats,
+    counters: deps.counters,
+    cache: () => engine.cacheReport(),
+    queue: () => {
+      const st = engine.status();
+      return {deferred: st.queued, longestWaitS: st.longestWaitS};
+    },
+    engineUp: () => engine.status().up,
+    build: {version: VERSION, engine: engine.info.version, model: config.modelId},
+    reservedTokens: () => engine.status().regions.filter((r) => r.state === "busy").reduce((n, r) => n + r.n_past, 0),
+  }));
   return {
     server,
     deps,
     close: async () => {
       await server.close();
+      await handles?.close();
       await engine.close();
     },
   };

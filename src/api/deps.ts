@@ -5,6 +5,7 @@ import type {Engine} from "../engine/engine.ts";
 import type {SchemaCache} from "../grammar/index.ts";
 import type {Logger} from "../observability/log.ts";
 import type {Counters} from "../observability/counters.ts";
+import type {ServerStats} from "../observability/server-stats.ts";
 import type {GenerationPipeline} from "../pipeline/generate.ts";
 import type {ChatTemplate} from "../templates/chat-template.ts";
 
@@ -22,6 +23,8 @@ export interface ServerDeps {
   /** Compiled JSON schemas, shared by every route that takes one. */
   schemas: SchemaCache;
   counters: Counters;
+  /** Per-request sums for /metrics. */
+  stats: ServerStats;
   template: ChatTemplate | null;
   model: ModelIdentity;
   logger: Logger;

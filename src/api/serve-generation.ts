@@ -9,6 +9,7 @@ import type {GenerationRun} from "../pipeline/generate.ts";
 import {logRequest} from "../observability/request-log.ts";
 import type {ServerDeps} from "./deps.ts";
 import {toApiError} from "./error-body.ts";
+import {readSessionHeaders} from "./fields/session-headers.ts";
 import {sendError} from "./server.ts";
 import {SseStream} from "./sse.ts";
 
@@ -35,6 +36,8 @@ export interface ServeOptions<Body> {
   route: string;
   stream: boolean;
   genRequest: GenerationRequest;
+  /** The route honours X-Svc-Keep / X-Svc-From (with SVC_FORK=1). */
+  sessions?: boolean;
   /** Folds the events of a non-streamed request into its body. */
   collect(events: GenerationEvent[]): Body;
   encoder: () => StreamEncoder;
@@ -47,8 +50,24 @@ export async function serveGeneration<Body>(deps: ServerDeps, req: FastifyReques
   let timings: Timings | null = null;
   let status = 200;
   let error: string | undefined;
+  let stopRunning: (() => void) | null = null;
   try {
-    run = await deps.pipeline.start(genRequest);
+    if (opts.sessions && deps.config.fork) {
+      const names = readSessionHeaders(req.headers);
+      if (names.keep || names.from) genRequest.session = names;
+    }
+    try {
+      run = await deps.pipeline.start(genRequest);
+      deps.stats.recordWait((performance.now() - t0) / 1000, true);
+    } catch (err) {
+      const kind = (err as ApiError)?.kind;
+      if (kind === "engine_busy" || kind === "client_closed") deps.stats.recordWait((performance.now() - t0) / 1000, false);
+      throw err;
+    }
+    stopRunning = deps.stats.startRunning();
+    const session = run.session;
+    if (session?.from) reply.header("X-Svc-From", session.from);
+    if (session?.keep) reply.header("X-Svc-Keep", session.keep);
     if (!opts.stream) {
       const events: GenerationEvent[] = [];
       for await (const ev of run) {
@@ -59,6 +78,8 @@ export async function serveGeneration<Body>(deps: ServerDeps, req: FastifyReques
       return;
     }
     reply.hijack();
+    // Headers set on the reply object do not reach a hijacked response by themselves.
+    for (const [k, v] of Object.entries(reply.getHeaders())) if (v !== undefined) reply.raw.setHeader(k, v as string);
     const sse = new SseStream(reply.raw, deps.config.keepalive * 1000);
     const enc = opts.encoder();
     try {
@@ -86,6 +107,8 @@ export async function serveGeneration<Body>(deps: ServerDeps, req: FastifyReques
     sendError(reply, apiErr);
   } finally {
     run?.close();
+    stopRunning?.();
+    deps.stats.recordFinished({route: opts.route, status, timings, structured: genRequest.grammar !== null || (genRequest.tools?.tools.some((t) => t.strict && t.enforced) ?? false)});
     const st = deps.engine.status();
     logRequest(deps.logger, {
       requestId: genRequest.requestId,
@@ -96,6 +119,7 @@ export async function serveGeneration<Body>(deps: ServerDeps, req: FastifyReques
       timings,
       finish: run?.summary.finishReason ?? "error",
       regionId: run?.summary.regionId ?? null,
+      cache: run ? cacheNote(run.startInfo) : null,
       busyRegions: st.regions.filter((r) => r.state === "busy").length,
       totalRegions: st.regions.length,
       totalMs: performance.now() - t0,
@@ -104,3 +128,9 @@ export async function serveGeneration<Body>(deps: ServerDeps, req: FastifyReques
   }
 }
 
+
+/** The log line's cache field: what was reused and from where, or why less than possible. */
+function cacheNote(start: GenerationRun["startInfo"]): string {
+  const from = start.reused > 0 ? `${start.source}:${start.reused}` : "none";
+  return start.miss ? `${from},${start.miss}` : from;
+}

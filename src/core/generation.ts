@@ -74,7 +74,21 @@ export interface GenerationRequest {
   grammarRootObject?: boolean;
   /** Tools offered on this request; null = none. */
   tools?: ToolsRequest | null;
+  /** Named sessions (SVC_FORK=1): start from a kept state, keep the end state under a name. */
+  session?: SessionNames | null;
   signal: AbortSignal;
+}
+
+export interface SessionNames {
+  keep: string | null;
+  from: string | null;
+}
+
+/** What became of a request's session headers (X-Svc-From: used | unmatched | unknown). */
+export interface SessionOutcome {
+  from: "used" | "unmatched" | "unknown" | null;
+  /** accepted: the end state will be kept under the name; full: SVC_FORK_HANDLES names live, answered as ordinary. */
+  keep: "accepted" | "full" | null;
 }
 
 export type FinishReason = "stop" | "length" | "tool_calls";

@@ -2,6 +2,7 @@
 // sees messages, JSON bodies or HTTP.
 
 import type {SamplingParams} from "../core/generation.ts";
+import type {CacheReport} from "./kv/cache-report.ts";
 
 /** Under a grammar, at most this many whitespace-only tokens may follow one another (the spec's bound); the
  * schema grammars guarantee it by allowing at most two whitespace characters between two JSON tokens. */
@@ -74,6 +75,8 @@ export interface SteerAction {
 
 export interface DecodeJob {
   prompt: number[];
+  /** Where the prompt's evaluation pieces end (see kv/region-memory.ts); the same plan the region was acquired with. */
+  plan: readonly number[];
   sampling: SamplingParams;
   /** Score every generated token against the raw distribution, with `top` alternatives (0 to 20). */
   logprobs?: {top: number};
@@ -95,17 +98,43 @@ export type DecodeItem = {kind: "progress"; processed: number; elapsedMs: number
 /** Its return value says why it ended. */
 export type DecodeRun = AsyncGenerator<DecodeItem, DecodeEnd, void>;
 
+/** How a request started: what it reused and, when it reused less than it could have, why. */
+export interface StartInfo {
+  reused: number;
+  /** memory: the region itself; copy: another region's state copied in; disk / handle: a state file loaded. */
+  source: "none" | "memory" | "copy" | "disk" | "handle";
+  /** e.g. "diverged@812", "region_busy", "cache_off"; null when everything held was reused. */
+  miss: string | null;
+}
+
+/** A kept state's tokens and exact cuts, and how to write it: the session layer stores it under a name. */
+export type KeepHook = (meta: {tokens: number[]; cuts: number[]; replyStart: number}, write: (path: string) => Promise<void>) => Promise<void>;
+
+/** A state file a request may start from (a session handle's kept state). */
+export interface ResumeState {
+  tokens: readonly number[];
+  cuts: readonly number[];
+  path: string;
+  /** Checks the file right before it is loaded (size and checksum); false = do not load it. */
+  verify(): Promise<boolean>;
+}
+
 export interface RegionLease {
   readonly regionId: number;
   readonly stats: DecodeStats;
+  readonly start: StartInfo;
   decode(job: DecodeJob): DecodeRun;
-  /** Frees the region. Idempotent; called on finish, error and hang-up. */
-  release(): void;
+  /**
+   * Frees the region. Idempotent; called on finish, error and hang-up. After a finished reply the region
+   * re-evaluates the reply in pieces so the next turn can reuse it exactly; with `keep`, the resulting state
+   * is handed to the hook before anyone else may use the region (the returned promise settles then).
+   */
+  release(opts?: {keep?: KeepHook}): Promise<void>;
 }
 
 export interface RegionState {
   id: number;
-  state: "free" | "busy";
+  state: "free" | "busy" | "held";
   n_ctx: number;
   /** Tokens held in the region's KV. */
   n_past: number;
@@ -130,10 +159,15 @@ export interface Engine {
   tokenBytes(token: number): Uint8Array;
   isValidToken(token: number): boolean;
   /**
-   * Waits in FIFO order for a free region. Rejects with 503 engine_busy after timeoutMs, 499 when signal aborts.
-   * With the prompt, the free region that already holds the longest reusable part of it is taken.
+   * Waits in FIFO order for a region (the lowest idle id). Rejects with 503 engine_busy after timeoutMs, 499
+   * when signal aborts. The region is prepared to start from whatever holds the longest exact prefix of the
+   * prompt under its cut plan: the region itself, another idle region, a disk-tier state or `resume`.
    */
-  acquire(opts: {signal: AbortSignal; timeoutMs: number; prompt?: readonly number[]}): Promise<RegionLease>;
+  acquire(opts: {signal: AbortSignal; timeoutMs: number; prompt: readonly number[]; plan: readonly number[]; resume?: ResumeState | null}): Promise<RegionLease>;
+  /** The cut plan of a prompt with the given content boundaries. */
+  planCuts(length: number, boundaries: readonly number[]): number[];
   status(): EngineStatus;
+  /** The prompt cache's numbers; never waits on the engine. */
+  cacheReport(): CacheReport;
   close(): Promise<void>;
 }

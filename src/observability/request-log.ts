@@ -17,6 +17,8 @@ export interface RequestRecord {
   timings: Timings | null;
   finish: string;
   regionId: number | null;
+  /** Where the reused prompt came from and, when less was reused than could have been, why (e.g. "memory:812,diverged@812"). */
+  cache?: string | null;
   busyRegions: number;
   totalRegions: number;
   totalMs: number;
@@ -36,6 +38,7 @@ export function requestLogFields(r: RequestRecord): Record<string, unknown> {
     if (t.predicted_n > 1) f.decode_tps = Math.round(t.predicted_per_second * 10) / 10;
     f.ttft_ms = Math.round(t.prompt_ms);
   }
+  if (r.cache) f.cache = r.cache;
   if (r.regionId !== null) f.region = r.regionId;
   f.pool = `${r.busyRegions}/${r.totalRegions}`;
   f.ms = Math.round(r.totalMs);

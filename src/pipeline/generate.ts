@@ -3,8 +3,8 @@
 // ids) is raised by start(), before a stream begins, so it can still be a real HTTP status.
 
 import {ApiError} from "../core/errors.ts";
-import type {FinishReason, GenerationEvent, GenerationRequest, Timings, TokenAlternative, TokenLogprob, UsageCounts} from "../core/generation.ts";
-import type {DecodeEnd, DecodeStats, Engine, RegionLease} from "../engine/engine.ts";
+import type {FinishReason, GenerationEvent, GenerationRequest, SessionOutcome, Timings, TokenAlternative, TokenLogprob, UsageCounts} from "../core/generation.ts";
+import type {DecodeEnd, DecodeStats, Engine, KeepHook, RegionLease, ResumeState} from "../engine/engine.ts";
 import type {ChatTemplate} from "../templates/chat-template.ts";
 import {randomBytes} from "node:crypto";
 import type {Logger} from "../observability/log.ts";
@@ -21,6 +21,22 @@ export interface PipelineOptions {
   maxTokensDefault: number;
   /** SVC_SCHEMA_ESCAPE: with tools and an object schema, a free preamble (or a call) may come first. */
   schemaEscape: boolean;
+}
+
+/** The session layer as the pipeline sees it (src/sessions/ implements it). */
+export interface SessionPort {
+  /** At request start: reserves the keep name, looks up the from name. Throws nothing. */
+  begin(names: {keep: string | null; from: string | null}, prompt: readonly number[], plan: readonly number[]): Promise<SessionTicket>;
+}
+
+export interface SessionTicket {
+  outcome: SessionOutcome;
+  /** The kept state to start from (X-Svc-From: used). */
+  resume: ResumeState | null;
+  /** Stores the end state (X-Svc-Keep accepted). */
+  keep: KeepHook | null;
+  /** Ends the request's hold on its names (after the keep, if any, settled). */
+  end(): void;
 }
 
 export interface RunSummary {
@@ -41,13 +57,33 @@ export class GenerationRun implements AsyncIterable<GenerationEvent> {
     readonly promptTokens: number[],
     private readonly maxTokens: number,
     private readonly plan: ReplyPlan,
+    private readonly cutPlan: readonly number[],
+    private readonly ticket: SessionTicket | null,
   ) {
     this.summary = {regionId: lease.regionId, promptTokens: promptTokens.length, finishReason: "error", stats: lease.stats};
   }
 
+  get startInfo(): RegionLease["start"] {
+    return this.lease.start;
+  }
+
+  get session(): SessionOutcome | null {
+    return this.ticket?.outcome ?? null;
+  }
+
   /** Releases the region if the events were never consumed. */
   close(): void {
-    this.lease.release();
+    this.releaseLease();
+  }
+
+  private released = false;
+
+  private releaseLease(): void {
+    if (this.released) return;
+    this.released = true;
+    const ticket = this.ticket;
+    const keep = ticket?.keep ?? undefined;
+    void this.lease.release(keep ? {keep} : undefined).finally(() => ticket?.end());
   }
 
   async *[Symbol.asyncIterator](): AsyncGenerator<GenerationEvent> {
@@ -59,7 +95,7 @@ export class GenerationRun implements AsyncIterable<GenerationEvent> {
     const steering = this.plan.steering
       ? new ReplySteering(this.plan.steering, {push: textView(detokenize), tokenize: (text) => engine.tokenize(text, {special: true})})
       : null;
-    const run = lease.decode({prompt: this.promptTokens, sampling: req.sampling, maxTokens: this.maxTokens, stopTokenIds: stopIds, signal: req.signal,
+    const run = lease.decode({prompt: this.promptTokens, plan: this.cutPlan, sampling: req.sampling, maxTokens: this.maxTokens, stopTokenIds: stopIds, signal: req.signal,
       logprobs: req.logprobs ?? undefined, grammar: (this.plan.grammar ?? steering?.initial) ?? undefined, steering: steering ?? undefined});
     const logprobs: TokenLogprob[] | null = req.logprobs ? [] : null;
     const detok = new IncrementalDetokenizer(detokenize);
@@ -106,7 +142,7 @@ export class GenerationRun implements AsyncIterable<GenerationEvent> {
       yield* reply.finish();
     } finally {
       await run.return({reason: "cancelled"});
-      lease.release();
+      this.releaseLease();
     }
     if (stoppedBy === null && end?.reason === "stop_token") stoppedBy = end.token;
     const ended = stoppedBy !== null || reply.finished;
@@ -130,6 +166,7 @@ export class GenerationPipeline {
     private readonly template: ChatTemplate | null,
     private readonly opts: PipelineOptions,
     private readonly logger?: Logger,
+    private readonly sessions?: SessionPort | null,
   ) {
     this.braceToken = engine.tokenize("{", {special: false})[0] ?? -1;
   }
@@ -147,8 +184,18 @@ export class GenerationPipeline {
         throw new ApiError("server_error", `internal error: the engine rejected the grammar compiled from this schema (${err.message})`);
       });
     }
-    const lease = await this.engine.acquire({signal: req.signal, timeoutMs: this.opts.queueTimeoutMs, prompt: prompt.tokens});
-    return new GenerationRun(this.engine, lease, req, prompt.tokens, maxTokens, plan);
+    const cutPlan = this.engine.planCuts(prompt.tokens.length, prompt.boundaries);
+    const names = req.session;
+    const ticket = names && this.sessions && (names.keep || names.from) ? await this.sessions.begin(names, prompt.tokens, cutPlan) : null;
+    let lease: RegionLease;
+    try {
+      lease = await this.engine.acquire({signal: req.signal, timeoutMs: this.opts.queueTimeoutMs, prompt: prompt.tokens, plan: cutPlan,
+        resume: ticket?.resume ?? null});
+    } catch (err) {
+      ticket?.end();
+      throw err;
+    }
+    return new GenerationRun(this.engine, lease, req, prompt.tokens, maxTokens, plan, cutPlan, ticket);
   }
 
   countPromptTokens(req: GenerationRequest): number {

@@ -12,6 +12,12 @@ export interface BuiltPrompt {
   tokens: number[];
   /** The rendered text, for logs and debugging. */
   text: string | null;
+  /**
+   * Token positions where the client's texts (message contents) start and end. The prompt cache cuts
+   * evaluation there, so a later prompt that shares a system message, or continues after a reply, can
+   * resume exactly at that point (see engine/kv/region-memory.ts).
+   */
+  boundaries: number[];
 }
 
 export function buildPrompt(spec: PromptSpec, engine: Engine, template: ChatTemplate | null): BuiltPrompt {
@@ -20,10 +26,10 @@ export function buildPrompt(spec: PromptSpec, engine: Engine, template: ChatTemp
       spec.tokens.forEach((t, i) => {
         if (!engine.isValidToken(t)) throw invalidField(`prompt[${i}]`, `token id ${t} is not in the vocabulary (0 to ${engine.info.vocabSize - 1})`);
       });
-      return {tokens: [...spec.tokens], text: null};
+      return {tokens: [...spec.tokens], text: null, boundaries: []};
     }
     case "text":
-      return {tokens: withBos(engine, engine.tokenize(spec.text, {special: true})), text: spec.text};
+      return {tokens: withBos(engine, engine.tokenize(spec.text, {special: true})), text: spec.text, boundaries: []};
     case "chat": {
       if (!template) throw invalidRequest("this model has no chat template; use /v1/completions with a raw prompt");
       let rendered;
@@ -40,10 +46,15 @@ export function buildPrompt(spec: PromptSpec, engine: Engine, template: ChatTemp
         throw err;
       }
       const tokens: number[] = [];
+      const boundaries: number[] = [];
       for (const seg of rendered.segments) {
+        if (seg.fromClient) boundaries.push(tokens.length);
         if (seg.text.length > 0) tokens.push(...engine.tokenize(seg.text, {special: !seg.fromClient}));
+        if (seg.fromClient) boundaries.push(tokens.length);
       }
-      return {tokens: withBos(engine, tokens), text: rendered.text};
+      const withStart = withBos(engine, tokens);
+      const shift = withStart.length - tokens.length;
+      return {tokens: withStart, text: rendered.text, boundaries: [...new Set(boundaries.map((b) => b + shift))]};
     }
   }
 }

@@ -6,7 +6,6 @@ import {describe, test} from "node:test";
 import type {BatchItem} from "node-llama-cpp";
 import {chooseBatch, newBatchPolicyState, STEP_WAIT_MS} from "../../src/engine/llama/batch-strategy.ts";
 import type {QueuedDecodeView} from "../../src/engine/llama/internals.ts";
-import {promptPieces} from "../../src/engine/llama/region-decode.ts";
 
 /** A queued decode of `n` tokens for sequence `seq`: the batch item and its queue entry. */
 function decode(seq: number, n: number): {item: BatchItem; view: QueuedDecodeView} {
@@ -137,26 +136,3 @@ describe("chooseBatch", () => {
   });
 });
 
-describe("promptPieces", () => {
-  test("pieces end at multiples of the piece size, except the last", () => {
-    assert.deepEqual(promptPieces(0, 130, 64), [[0, 64], [64, 128], [128, 130]]);
-    assert.deepEqual(promptPieces(70, 130, 64), [[70, 128], [128, 130]]);
-    assert.deepEqual(promptPieces(0, 64, 64), [[0, 64]]);
-    assert.deepEqual(promptPieces(64, 128, 64), [[64, 128]]);
-    assert.deepEqual(promptPieces(63, 65, 64), [[63, 64], [64, 65]]);
-    assert.deepEqual(promptPieces(0, 1, 16), [[0, 1]]);
-  });
-  test("an empty range has no pieces", () => {
-    assert.deepEqual(promptPieces(0, 0, 64), []);
-    assert.deepEqual(promptPieces(130, 130, 64), []);
-    assert.deepEqual(promptPieces(10, 5, 64), []);
-  });
-  test("the pieces cover the range contiguously", () => {
-    const pieces = promptPieces(5, 1000, 32);
-    assert.equal(pieces[0]![0], 5);
-    assert.equal(pieces.at(-1)![1], 1000);
-    for (let i = 1; i < pieces.length; i++) assert.equal(pieces[i]![0], pieces[i - 1]![1]);
-    for (const [, b] of pieces.slice(0, -1)) assert.equal(b % 32, 0);
-    assert.equal(pieces.length, 32);
-  });
-});

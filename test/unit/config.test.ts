@@ -44,6 +44,7 @@ describe("defaults", () => {
       logLevel: "info",
       progress: "auto",
       cacheDir: undefined,
+      cacheDiskMb: 4096,
       fork: false,
       forkHandles: 8,
       forkTtl: 600,
@@ -85,7 +86,7 @@ describe("defaults", () => {
       assert.deepEqual(c[key], defaults[key], `${s.name}: shown ${s.shown}`);
       checked++;
     }
-    assert.equal(checked, 29);
+    assert.equal(checked, 30);
   });
 
   test("settings shown as unset or computed default to undefined", () => {
@@ -276,7 +277,7 @@ describe("settings table", () => {
   test("port row and a pending row are rendered exactly", () => {
     const lines = settingsTableMarkdown().split("\n");
     assert.ok(lines.includes("| `SVC_PORT` | `8731` | Port to listen on (0 picks a free port and logs it). |"));
-    assert.ok(lines.includes("| `SVC_FORK` | `0` | Named sessions: `X-Svc-Keep` / `X-Svc-From` headers. *Read and validated now; takes effect with issue 4.* |"));
+    assert.ok(lines.includes("| `SVC_FORK_MAP` | unset | Server-named sessions per conversation thread of a coding agent. *Read and validated now; takes effect with issue 6.* |"));
   });
   test("setting names are unique and all start with SVC_", () => {
     const names = Object.values(SETTINGS).map((s) => s.name);

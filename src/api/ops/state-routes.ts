@@ -41,7 +41,14 @@ export function registerStateRoutes(app: FastifyInstance, deps: ServerDeps): voi
       },
       supported_fields: SUPPORTED_FIELDS,
       routes: ["POST /v1/chat/completions", "POST /v1/completions", "GET /v1/models", "GET /health", "GET /props", "GET /slots",
-        "POST /tokenize", "POST /detokenize"],
+        "GET /cache", "GET /metrics", "POST /tokenize", "POST /detokenize", "GET /svc/handles", "DELETE /svc/handles/{name}"],
+      prompt_cache: {
+        enabled: config.promptCache,
+        resume_points: "pieces end at multiples of prompt_piece and where each message's text starts and ends (the end of the system message included); replies are re-evaluated in pieces after they finish, so the next turn resumes after them",
+        greedy_output: "byte-identical with or without the cache, alone or batched",
+        disk_tier: config.cacheDir ? {dir: config.cacheDir, budget_mb: config.cacheDiskMb} : null,
+        sessions: config.fork ? {max_handles: config.forkHandles, ttl_s: config.forkTtl, persistent: config.cacheDir !== undefined} : null,
+      },
       structured_output: {
         enabled: config.grammar,
         response_format: ["json_schema", "json_object"],
@@ -90,6 +97,9 @@ export function registerStateRoutes(app: FastifyInstance, deps: ServerDeps): voi
       uptime_s: Math.round((Date.now() - deps.startedAt.getTime()) / 1000),
     };
   });
+
+  // Plain numbers the engine keeps: reading them never waits on a decode.
+  app.get("/cache", async () => engine.cacheReport());
 
   app.get("/props", async () => ({
     total_slots: engine.info.regions,

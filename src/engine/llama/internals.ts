@@ -63,6 +63,21 @@ export function acceptGrammarToken(llama: Llama, state: LlamaGrammarEvaluationSt
   accept(native, token);
 }
 
+/**
+ * `LlamaContextSequence._copyStateFromOtherSequence(source, upToTokenIndex)`: llama.cpp's `seq_cp` of the whole
+ * sequence, then an erase of everything from `upToTokenIndex` on. Used to move a held conversation to a low
+ * region id (active requests must stay on low, contiguous ids). Without unified KV, llama.cpp copies the whole
+ * stream buffer at the start of the next decode, so the source may be reused right after this returns.
+ */
+export async function copySequenceState(target: LlamaContextSequence, source: LlamaContextSequence, upTo: number): Promise<void> {
+  const copy = (target as unknown as {_copyStateFromOtherSequence?: (s: LlamaContextSequence, upTo: number) => Promise<boolean>})._copyStateFromOtherSequence;
+  if (typeof copy !== "function") {
+    throw new Error("node-llama-cpp internal LlamaContextSequence._copyStateFromOtherSequence is missing; svc needs node-llama-cpp " + PINNED_NODE_LLAMA_CPP);
+  }
+  const ok = await copy.call(target, source, upTo);
+  if (!ok || target.nextTokenIndex !== upTo) throw new Error(`copying a region's state failed (holds ${target.nextTokenIndex} tokens, wanted ${upTo})`);
+}
+
 /** The list above, for the internals test. */
 export const INTERNAL_MEMBERS = [
   "LlamaContext._queuedDecodes[].sequenceId",
@@ -71,4 +86,5 @@ export const INTERNAL_MEMBERS = [
   "LlamaGrammar._testText (tests only)",
   "Llama._bindings.AddonSampler.acceptGrammarEvaluationStateToken",
   "LlamaGrammarEvaluationState._state",
+  "LlamaContextSequence._copyStateFromOtherSequence",
 ] as const;

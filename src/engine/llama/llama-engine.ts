@@ -4,13 +4,16 @@
 import {availableParallelism} from "node:os";
 import {getLlama, LlamaLogLevel, TokenBias, type Llama, type LlamaContext, type LlamaContextSequence, type LlamaModel, type Token} from "node-llama-cpp";
 import type {Logger} from "../../observability/log.ts";
-import type {DecodeJob, DecodeStats, Engine, EngineInfo, EngineStatus, RegionLease} from "../engine.ts";
+import type {DecodeEnd, DecodeJob, DecodeRun, DecodeStats, Engine, EngineInfo, EngineStatus, KeepHook, RegionLease, ResumeState} from "../engine.ts";
+import type {CacheReport, DiskReport} from "../kv/cache-report.ts";
+import type {DiskStore} from "../kv/disk-store.ts";
+import {exactLength} from "../kv/region-memory.ts";
 import {RegionQueue} from "../region-queue.ts";
 import {chooseBatch, newBatchPolicyState, type BatchPolicyState} from "./batch-strategy.ts";
 import {acceptGrammarToken, PINNED_NODE_LLAMA_CPP, queuedDecodes, sequenceIdOf} from "./internals.ts";
 import {classifyTokens, GrammarConstraint, GrammarStore, type TokenClasses} from "./grammar-constraint.ts";
 import {runOnRegion, type GrammarBinder} from "./region-decode.ts";
-import {bestRegion, emptyMemory, type RegionMemory} from "./region-memory.ts";
+import {LONG_PREFILL_TOKENS, RegionPool} from "./region-pool.ts";
 import {tokenTextToBytes, type VocabKind} from "./token-bytes.ts";
 
 export interface LlamaEngineOptions {
@@ -18,8 +21,10 @@ export interface LlamaEngineOptions {
   regions: number;
   contextSize: number;
   promptPiece: number;
-  /** Reuse what a region holds from its last prompt (see region-memory.ts). */
+  /** Reuse what regions (and the disk tier) hold (see kv/region-memory.ts). */
   promptCache: boolean;
+  /** The disk tier, when SVC_CACHE_DIR is set. */
+  disk?: DiskStore | null;
   threads?: number;
   logger: Logger;
 }
@@ -30,8 +35,8 @@ export class LlamaEngine implements Engine {
   private readonly eog: Set<number>;
   private readonly vocabTexts: readonly string[];
   private readonly vocabKind: VocabKind;
-  private readonly memories: RegionMemory[];
-  private readonly promptCache: boolean;
+  private readonly pool: RegionPool;
+  private readonly disk: DiskStore | null;
   private readonly grammars: GrammarStore;
   /** Token classes for the constraints under a grammar (whitespace runs, closing when the budget runs out). */
   private readonly tokenClasses: TokenClasses;
@@ -48,8 +53,7 @@ export class LlamaEngine implements Engine {
     threads: number,
   ) {
     this.queue = new RegionQueue(sequences.length);
-    this.memories = sequences.map(() => emptyMemory());
-    this.promptCache = opts.promptCache;
+    this.disk = opts.disk ?? null;
     this.grammars = new GrammarStore(llama);
     const meta = model.fileInfo.metadata;
     const tokenizer = meta.tokenizer.ggml as unknown as {model?: string; tokens: string[]};
@@ -83,6 +87,8 @@ export class LlamaEngine implements Engine {
       eosText: model.tokens.eosString ?? "",
       chatTemplate: (meta.tokenizer as {chat_template?: string}).chat_template ?? null,
     };
+    this.pool = new RegionPool(sequences, this.queue, {piece: opts.promptPiece, cacheOn: opts.promptCache, positionsPerRegion: context.contextSize,
+      bytesPerPosition: Math.round(context.stateSize / Math.max(1, sequences.length * context.contextSize)), disk: this.disk, logger: opts.logger});
   }
 
   static async load(opts: LlamaEngineOptions): Promise<LlamaEngine> {
@@ -144,30 +150,66 @@ export class LlamaEngine implements Engine {
     return Number.isInteger(token) && token >= 0 && token < this.vocabTexts.length;
   }
 
-  async acquire(opts: {signal: AbortSignal; timeoutMs: number; prompt?: readonly number[]}): Promise<RegionLease> {
-    const {prompt} = opts;
-    const choose = prompt && this.promptCache ? (free: number[]) => bestRegion(free, this.memories, prompt, this.info.promptPiece) : undefined;
-    const id = await this.queue.acquire({signal: opts.signal, timeoutMs: opts.timeoutMs, choose});
-    return this.lease(id);
+  planCuts(length: number, boundaries: readonly number[]): number[] {
+    return this.pool.planCuts(length, boundaries);
   }
 
-  private lease(id: number): RegionLease {
-    const seq = this.sequences[id]!;
-    // With the cache off, the region's memory is forgotten, so nothing is reused.
-    if (!this.promptCache) this.memories[id] = emptyMemory();
+  async acquire(opts: {signal: AbortSignal; timeoutMs: number; prompt: readonly number[]; plan: readonly number[]; resume?: ResumeState | null}): Promise<RegionLease> {
+    const waitStart = performance.now();
+    let id: number;
+    try {
+      id = await this.queue.acquire({signal: opts.signal, timeoutMs: opts.timeoutMs});
+    } finally {
+      this.pool.stats.waitingS += (performance.now() - waitStart) / 1000;
+    }
+    try {
+      const start = await this.pool.prepare(id, opts.prompt, opts.plan, opts.resume ?? null);
+      return this.lease(id, start);
+    } catch (err) {
+      this.queue.release(id);
+      throw err;
+    }
+  }
+
+  private lease(id: number, start: RegionLease["start"]): RegionLease {
+    const region = this.pool.regions[id]!;
     const stats: DecodeStats = {promptTokens: 0, cachedTokens: 0, promptMs: 0, predictedTokens: 0, predictedMs: 0};
-    let released = false;
+    let released: Promise<void> | null = null;
+    /** Set when a decode ran to its end (not cancelled, not failed): only then is the reply sealed. */
+    let finished: {promptLength: number} | null = null;
+    const pool = this.pool;
+    const decode = (job: DecodeJob): DecodeRun => {
+      const run = runOnRegion(region.seq, job, stats, {
+        set: (generating) => (generating ? this.policy.generating.add(id) : this.policy.generating.delete(id)),
+      }, region.memory, this.binder, {
+        reused: start.reused,
+        longPrefillTokens: LONG_PREFILL_TOKENS,
+        longPrefill: (running) => (pool.stats.prefillSince = running ? performance.now() : null),
+      });
+      return (async function* (): DecodeRun {
+        const end: DecodeEnd = yield* run;
+        if (end.reason !== "cancelled" && !job.signal.aborted) finished = {promptLength: job.prompt.length};
+        return end;
+      })();
+    };
     return {
       regionId: id,
       stats,
-      decode: (job: DecodeJob) =>
-        runOnRegion(seq, job, this.info.promptPiece, stats, {
-          set: (generating) => (generating ? this.policy.generating.add(id) : this.policy.generating.delete(id)),
-        }, this.memories[id]!, this.binder),
-      release: () => {
-        if (released) return;
-        released = true;
-        this.queue.release(id);
+      start,
+      decode,
+      release: (opts?: {keep?: KeepHook}) => {
+        if (released) return released;
+        region.memory.lastUsed = performance.now();
+        const done = finished;
+        if (!done || exactLength(region.memory) !== done.promptLength) {
+          // Nothing to seal (cancelled, failed or cut short in the prompt); a session cannot keep a half state.
+          this.queue.release(id);
+          released = Promise.resolve();
+          return released;
+        }
+        const generated = region.memory.tokens.slice(done.promptLength);
+        released = this.pool.seal(id, done.promptLength, generated, opts?.keep, () => this.queue.release(id));
+        return released;
       },
     };
   }
@@ -175,16 +217,20 @@ export class LlamaEngine implements Engine {
   status(): EngineStatus {
     return {
       up: !this.closed,
-      regions: this.sequences.map((s, id) => ({
-        id,
-        state: this.queue.isBusy(id) ? ("busy" as const) : ("free" as const),
+      regions: this.pool.regions.map((r) => ({
+        id: r.id,
+        state: this.queue.isBusy(r.id) ? ("busy" as const) : exactLength(r.memory) > 0 ? ("held" as const) : ("free" as const),
         n_ctx: this.info.contextSize,
-        n_past: s.nextTokenIndex,
+        n_past: r.seq.nextTokenIndex,
       })),
       queued: this.queue.queued,
       longestWaitS: this.queue.longestWaitS(),
       stepWaitsTimedOut: this.policy.waitsTimedOut,
     };
+  }
+
+  cacheReport(): CacheReport {
+    return this.pool.report(this.disk?.report() ?? NO_DISK);
   }
 
   async close(): Promise<void> {
@@ -195,3 +241,6 @@ export class LlamaEngine implements Engine {
     await this.llama.dispose();
   }
 }
+
+const NO_DISK: DiskReport = {enabled: false, dir: null, bytes: 0, budget_bytes: 0, entries: 0, hits: 0, writes: 0, rejected: 0, cut_back: 0,
+  disabled_reason: "SVC_CACHE_DIR is not set"};

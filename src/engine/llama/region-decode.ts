@@ -1,6 +1,6 @@
-// One request's run on one region: the part of the prompt the region already holds (whole aligned pieces,
-// see region-memory.ts) is kept, the rest is fed in pieces that end at absolute multiples of the piece
-// size (so how a prompt is cut never depends on batching, caching or what else runs), then tokens are
+// One request's run on one region: the part of the prompt the pool prepared (see kv/region-memory.ts) is
+// kept, the rest is fed in the pieces of the prompt's cut plan (so how a prompt is cut never depends on
+// batching, caching or what else runs), then tokens are
 // generated: with the library's native sampler chain, or scored against the raw logits when log
 // probabilities are wanted. Cancellation is checked between pieces and between steps.
 
@@ -9,20 +9,8 @@ import type {SamplingParams} from "../../core/generation.ts";
 import type {DecodeEnd, DecodeJob, DecodeRun, DecodeStats, GrammarRef} from "../engine.ts";
 import {ContextOverflowError, neverShift} from "./context-overflow.ts";
 import type {GrammarConstraint} from "./grammar-constraint.ts";
-import {reusableLength, type RegionMemory} from "./region-memory.ts";
+import {piecesFrom, type RegionMemory} from "../kv/region-memory.ts";
 import {scoredGeneration} from "./scored-decode.ts";
-
-/** Cut points for prompt tokens [start, end): every piece ends at a multiple of `piece`, except the last. */
-export function promptPieces(start: number, end: number, piece: number): [number, number][] {
-  const out: [number, number][] = [];
-  let a = start;
-  while (a < end) {
-    const b = Math.min(end, (Math.floor(a / piece) + 1) * piece);
-    out.push([a, b]);
-    a = b;
-  }
-  return out;
-}
 
 /** The grammar binding of a run: which constraint is active now (it may change between steps). */
 interface ActiveGrammar {
@@ -74,8 +62,16 @@ export interface GrammarBinder {
   none: TokenBias;
 }
 
-export async function* runOnRegion(seq: LlamaContextSequence, job: DecodeJob, piece: number, stats: DecodeStats, mark: GeneratingMark,
-  memory: RegionMemory, binder: GrammarBinder): DecodeRun {
+export interface RunHooks {
+  /** Prompt tokens the region was prepared with (kept, not evaluated). */
+  reused: number;
+  /** A long cold prefill starts (true) or ends (false), for the cache report's staleness. */
+  longPrefill(running: boolean): void;
+  longPrefillTokens: number;
+}
+
+export async function* runOnRegion(seq: LlamaContextSequence, job: DecodeJob, stats: DecodeStats, mark: GeneratingMark,
+  memory: RegionMemory, binder: GrammarBinder, hooks: RunHooks): DecodeRun {
   const started = performance.now();
   const constrained = job.grammar !== undefined || job.steering !== undefined;
   if (constrained && job.logprobs) throw new Error("log probabilities under a grammar are not supported (the dialect refuses this)");
@@ -86,33 +82,45 @@ export async function* runOnRegion(seq: LlamaContextSequence, job: DecodeJob, pi
   const prompt = job.prompt as Token[];
   stats.promptTokens = prompt.length;
   if (prompt.length === 0) throw new Error("empty prompt");
-  const reuse = reusableLength(memory, prompt, piece);
-  if (seq.nextTokenIndex > reuse) await seq.eraseContextTokenRanges([{start: reuse, end: seq.nextTokenIndex}]);
-  memory.tokens = [...prompt];
-  memory.aligned = reuse;
+  const reuse = hooks.reused;
+  if (seq.nextTokenIndex !== reuse) throw new Error(`region holds ${seq.nextTokenIndex} tokens but was prepared for ${reuse}`);
   stats.cachedTokens = reuse;
 
-  const pieces = promptPieces(reuse, prompt.length, piece);
+  const pieces = piecesFrom(job.plan, reuse);
   const last = pieces.pop()!;
+  const long = prompt.length - reuse >= hooks.longPrefillTokens;
+  if (long) hooks.longPrefill(true);
   yield {kind: "progress", processed: stats.cachedTokens, elapsedMs: 0};
-  for (const [a, b] of pieces) {
-    if (job.signal.aborted) return {reason: "cancelled"};
-    await seq.evaluateWithoutGeneratingNewTokens(prompt.slice(a, b), {contextShift: neverShift});
-    memory.aligned = b;
-    yield {kind: "progress", processed: b, elapsedMs: performance.now() - started};
+  try {
+    for (const [a, b] of pieces) {
+      if (job.signal.aborted) return {reason: "cancelled"};
+      await seq.evaluateWithoutGeneratingNewTokens(prompt.slice(a, b), {contextShift: neverShift});
+      memory.tokens.push(...prompt.slice(a, b));
+      memory.cuts.push(b);
+      yield {kind: "progress", processed: b, elapsedMs: performance.now() - started};
+    }
+  } finally {
+    if (long) hooks.longPrefill(false);
   }
   if (job.signal.aborted) return {reason: "cancelled"};
   // The last piece is evaluated together with the first sampling step; its KV is the same as a plain
-  // evaluation's, so when it ends on a piece boundary it is reusable too.
+  // evaluation's, so it is exact too once the first token comes.
   const lastPiece = prompt.slice(last[0], last[1]);
-  const lastAligned = last[1] % piece === 0 ? last[1] : memory.aligned;
+  const lastEvaluated = () => {
+    if (memory.tokens.length !== last[0]) return;
+    memory.tokens.push(...lastPiece);
+    memory.cuts.push(last[1]);
+  };
   if (job.logprobs) {
     const run = scoredGeneration(seq, lastPiece, job, stats, mark, started);
     try {
       for (;;) {
         const r = await run.next();
         if (r.done) return r.value;
-        if (r.value.kind === "token") memory.aligned = lastAligned;
+        if (r.value.kind === "token") {
+          lastEvaluated();
+          memory.tokens.push(r.value.token);
+        }
         yield r.value;
       }
     } finally {
@@ -141,7 +149,7 @@ export async function* runOnRegion(seq: LlamaContextSequence, job: DecodeJob, pi
       const token: number = res.value;
       if (firstTokenAt === 0) {
         firstTokenAt = performance.now();
-        memory.aligned = lastAligned;
+        lastEvaluated();
         stats.promptMs = firstTokenAt - started;
         yield {kind: "progress", processed: prompt.length, elapsedMs: stats.promptMs};
       }
@@ -172,6 +180,7 @@ export async function* runOnRegion(seq: LlamaContextSequence, job: DecodeJob, pi
       }
       for (const t of emitted) {
         generated.push(t as Token);
+        memory.tokens.push(t);
         stats.predictedTokens = generated.length;
         stats.predictedMs = performance.now() - firstTokenAt;
         mark.set(generated.length < job.maxTokens);

@@ -17,6 +17,7 @@ export function registerChatRoutes(app: FastifyInstance, deps: ServerDeps): void
     await serveGeneration(deps, req, reply, {
       route: "chat",
       stream: decoded.stream,
+      sessions: true,
       genRequest: decoded.request,
       collect: (events) => chatCompletionBody(who, events),
       encoder: () => chatStreamEncoder(who, decoded.includeUsage),

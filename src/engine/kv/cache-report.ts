@@ -1,0 +1,90 @@
+// What the prompt cache and the region pool account for. The engine keeps these numbers; /cache shows
+// them as the spec's table, /metrics exports them, and neither ever waits on the engine to read them.
+
+/** Why a request reused less of its prompt than it could have. */
+export type MissReason =
+  /** Nothing held anywhere shares a prefix with the prompt (a first request). */
+  | "cold"
+  /** SVC_PROMPT_CACHE=0. */
+  | "cache_off"
+  /** A region that held a longer prefix was busy with another request. */
+  | "region_busy"
+  /** The prefix was held once but its region was taken over by another conversation (and not on disk). */
+  | "evicted"
+  /** The best region held the prompt's history but the prompt departs from it at token k. */
+  | "diverged";
+
+export const MISS_REASONS: readonly MissReason[] = ["cold", "cache_off", "region_busy", "evicted", "diverged"];
+
+export interface PoolReport {
+  /** Positions of every region together (regions × positions per region). */
+  positions: number;
+  /** Positions holding KV now (busy and held regions). */
+  used: number;
+  usage_ratio: number;
+  busy_regions: number;
+  held_regions: number;
+  /** Budgets cut down to the room left in a region. */
+  room_clamped: number;
+  /** Held conversations moved to another region to make room at a low id. */
+  moved: number;
+  /** Held entries dropped by a follow-up that took over their region (the follow-up extended them). */
+  dropped: number;
+  /** Requests waiting for a region now. */
+  waiting_for_room: number;
+  /** Seconds requests have spent waiting for a region, summed. */
+  waiting_s: number;
+  /** Requests whose best held prefix was copied into a low region id before they started. */
+  relocated: number;
+  /** Requests that found a matching prefix only in a busy region and started cold elsewhere. */
+  cold_resorts: number;
+}
+
+export interface DiskReport {
+  enabled: boolean;
+  dir: string | null;
+  bytes: number;
+  budget_bytes: number;
+  entries: number;
+  /** Requests that resumed from a state loaded from disk. */
+  hits: number;
+  writes: number;
+  /** Files skipped and removed because they were truncated, corrupt or from another model or build. */
+  rejected: number;
+  /** Times a conversation's file was dropped or trimmed back to where its next request resumed. */
+  cut_back: number;
+  /** Why the tier turned itself off, when it did. */
+  disabled_reason: string | null;
+}
+
+export interface CacheReport {
+  enabled: boolean;
+  /** Requests that reached a region. */
+  requests: number;
+  /** Requests that reused at least one prompt token. */
+  hits: number;
+  misses: number;
+  hit_rate: number;
+  /** Prompt tokens seen, and those served from the cache. */
+  prompt_tokens: number;
+  cached_tokens: number;
+  token_hit_rate: number;
+  /** Misses and partial reuse by reason. */
+  miss_reasons: Record<MissReason, number>;
+  /** Held conversations (regions with reusable state, not busy). */
+  entries: number;
+  /** Bytes of KV those entries occupy. */
+  bytes: number;
+  /** Held entries overwritten by another conversation. */
+  evicted: number;
+  /** Requests that resumed inside the previous request's last message of the same conversation. */
+  last_message_rewrites: number;
+  /** Prompt tokens whose evaluation the cache saved (same as cached_tokens; kept for the metric name). */
+  tokens_saved: number;
+  pool: PoolReport;
+  disk: DiskReport;
+  /** Epoch ms when these numbers were taken. */
+  taken_at: number;
+  /** Seconds since the engine last updated the numbers, when a long cold prefill is running. */
+  stale_s?: number;
+}

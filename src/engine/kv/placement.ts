@@ -1,0 +1,152 @@
+// Where a request runs and what it starts from. Pure: the engine hands in the regions, the prompt and the
+// stored states; this decides; the engine carries it out (copy, move, load, erase).
+//
+// Rules, in order:
+// - The request runs on the lowest idle region id (`target`): llama.cpp merges only consecutive sequence
+//   ids into one compute pass, so active requests must stay low and together.
+// - It starts from whatever serves the most of its prompt exactly: the target itself, another idle region
+//   (copied into the target: "relocated"), or a state file (disk tier or a session handle).
+// - A held conversation is never lost just because it sat on a low id: when the target's own exact state
+//   would be overwritten, it is first moved to the least recently used idle region (or an empty one), so
+//   eviction is least-recently-used over all idle regions.
+// - Why it reused less than it could have is reported as a miss reason.
+
+import type {MissReason} from "./cache-report.ts";
+import {exactLength, reusable, type RegionMemory} from "./region-memory.ts";
+
+export interface RegionView {
+  id: number;
+  busy: boolean;
+  memory: RegionMemory;
+}
+
+/** A stored state the request could start from. */
+export interface StateCandidate<T = unknown> {
+  tokens: readonly number[];
+  cuts: readonly number[];
+  origin: "disk" | "handle";
+  ref: T;
+}
+
+export type Source<T = unknown> =
+  | {kind: "none"}
+  | {kind: "region"; id: number}
+  | {kind: "state"; state: StateCandidate<T>};
+
+export interface Placement<T = unknown> {
+  target: number;
+  source: Source<T>;
+  /** Prompt tokens served from the source. */
+  reuse: number;
+  /** Copy the target's held state here before anything else (its last user would otherwise lose it). */
+  moveAsideTo: number | null;
+  /** Regions whose exact state this placement overwrites (the disk tier may save them first). */
+  overwritten: number[];
+  miss: {reason: MissReason; at?: number} | null;
+  /** The prompt resumed inside the reply sealed in its source (an edited or continued last message). */
+  rewroteLastMessage: boolean;
+  /** Only a busy region held a longer prefix, and the request started cold. */
+  coldResort: boolean;
+}
+
+export interface PlaceInput<T> {
+  regions: readonly RegionView[];
+  /** The region the request will run on (the lowest idle id, or the one a waiter was granted). */
+  target: number;
+  prompt: readonly number[];
+  plan: readonly number[];
+  states: readonly StateCandidate<T>[];
+  /** Recently overwritten states that are gone (for the "evicted" reason). */
+  evicted: readonly {tokens: readonly number[]; cuts: readonly number[]}[];
+  cacheOn: boolean;
+  /** A stored state must beat memory by this many tokens to be worth reading from disk. */
+  stateMargin: number;
+}
+
+export function place<T>(input: PlaceInput<T>): Placement<T> {
+  const {regions, target, prompt, plan} = input;
+  const base: Placement<T> = {target, source: {kind: "none"}, reuse: 0, moveAsideTo: null, overwritten: [], miss: null,
+    rewroteLastMessage: false, coldResort: false};
+  const targetView = regions.find((r) => r.id === target);
+  if (!targetView) throw new Error(`placement: no region ${target}`);
+  if (!input.cacheOn) return {...base, miss: {reason: "cache_off"}};
+
+  // The best idle region; ties go to the target (no copy), then to the lower id.
+  let best = targetView;
+  let bestReuse = reusable(targetView.memory, prompt, plan);
+  for (const r of regions) {
+    if (r.busy || r.id === target) continue;
+    const u = reusable(r.memory, prompt, plan);
+    if (u.length > bestReuse.length) {
+      best = r;
+      bestReuse = u;
+    }
+  }
+  let source: Source<T> = bestReuse.length > 0 ? {kind: "region", id: best.id} : {kind: "none"};
+  let reuse = bestReuse.length;
+  let sourceTokens: readonly number[] = best.memory.tokens;
+  let sourceExact = exactLength(best.memory);
+  let common = bestReuse.common;
+  for (const s of input.states) {
+    const u = reusable(s, prompt, plan);
+    if (u.length > reuse + input.stateMargin || (u.length > 0 && source.kind === "none")) {
+      source = {kind: "state", state: s};
+      reuse = u.length;
+      sourceTokens = s.tokens;
+      sourceExact = exactLength(s);
+      common = u.common;
+    }
+  }
+
+  // The target's own exact state is lost unless the request extends it in place.
+  const targetExact = exactLength(targetView.memory);
+  const inPlace = source.kind === "region" && source.id === target;
+  const targetLoses = targetExact > 0 && !(inPlace && reuse >= targetExact);
+  let moveAsideTo: number | null = null;
+  const overwritten: number[] = [];
+  if (targetLoses) {
+    const sourceId = source.kind === "region" ? source.id : -1;
+    const victim = leastRecentlyUsedIdle(regions, [target, sourceId]);
+    if (victim && (exactLength(victim.memory) === 0 || victim.memory.lastUsed < targetView.memory.lastUsed)) {
+      moveAsideTo = victim.id;
+      if (exactLength(victim.memory) > 0) overwritten.push(victim.id);
+    } else if (!inPlace) {
+      overwritten.push(target);
+    }
+  }
+
+  // Why less was reused than could have been.
+  let miss: Placement["miss"] = null;
+  let coldResort = false;
+  const busyBest = Math.max(0, ...regions.filter((r) => r.busy).map((r) => reusable(r.memory, prompt, plan).length));
+  const evictedBest = Math.max(0, ...input.evicted.map((e) => reusable(e, prompt, plan).length));
+  if (busyBest > reuse) {
+    miss = {reason: "region_busy"};
+    coldResort = reuse === 0;
+  } else if (evictedBest > reuse) {
+    miss = {reason: "evicted"};
+  } else if (reuse > 0 && common < sourceExact) {
+    miss = {reason: "diverged", at: common};
+  } else if (reuse === 0) {
+    miss = {reason: "cold"};
+  }
+  const replyStart = source.kind === "region" ? best.memory.replyStart : 0;
+  const rewroteLastMessage = reuse > 0 && replyStart > 0 && common > replyStart && common < sourceTokens.length && common < prompt.length;
+  return {target, source, reuse, moveAsideTo, overwritten, miss, rewroteLastMessage, coldResort};
+}
+
+function leastRecentlyUsedIdle(regions: readonly RegionView[], exclude: number[]): RegionView | null {
+  let pick: RegionView | null = null;
+  for (const r of regions) {
+    if (r.busy || exclude.includes(r.id)) continue;
+    const empty = exactLength(r.memory) === 0;
+    if (!pick) {
+      pick = r;
+      continue;
+    }
+    const pickEmpty = exactLength(pick.memory) === 0;
+    if (empty && !pickEmpty) pick = r;
+    else if (empty === pickEmpty && r.memory.lastUsed < pick.memory.lastUsed) pick = r;
+  }
+  return pick;
+}

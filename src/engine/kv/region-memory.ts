@@ -1,0 +1,82 @@
+// What a region's KV holds, and how much of a new prompt may reuse it without changing a single number.
+//
+// Why "cuts": a token's KV depends on the tokens before it and on the shape of the evaluation that computed
+// it. Measured with node-llama-cpp 3.22.1 on SmolLM2 (Q4_1, CPU): a prompt cut anywhere into pieces of two
+// or more tokens gives the same greedy reply as one piece (20/20), but a token evaluated alone — the last
+// prompt token re-fed after a cache hit, a generated token, a prompt fed one token at a time — gets a
+// different kernel path (single-row matmuls) and the reply changes (19/20, 9/20, 8/20). Quantisation formats
+// whose kernels work on groups of rows make the cut matter too (the issue's Q8_0 runs).
+// So every evaluation is cut by one plan that depends only on the tokens: pieces end at absolute multiples
+// of the piece size and at the content boundaries the prompt builder marks (where each message's text
+// starts and ends). A region records the cuts of the KV it computed that way; a new prompt may reuse a
+// prefix only up to a cut both plans share, with every earlier cut shared as well. Then the reused KV is
+// exactly what a cold evaluation of the new prompt computes, and greedy output cannot depend on the cache.
+// Generated tokens are computed one at a time, so after a reply the region re-evaluates them in pieces
+// ("sealing"); only then do they count as reusable.
+
+export interface RegionMemory {
+  /** Tokens whose KV the region holds, in order (the exact part and possibly an unsealed tail). */
+  tokens: number[];
+  /** Ascending piece ends of the exact part; the last one is its length. Empty when nothing is exact. */
+  cuts: number[];
+  /** performance.now() of the last use, for least-recently-used eviction. */
+  lastUsed: number;
+  /** Where the sealed reply of the region's last request starts (its prompt length); 0 when none is sealed. */
+  replyStart: number;
+}
+
+export function emptyMemory(): RegionMemory {
+  return {tokens: [], cuts: [], lastUsed: 0, replyStart: 0};
+}
+
+export function exactLength(memory: {cuts: readonly number[]}): number {
+  return memory.cuts.length > 0 ? memory.cuts[memory.cuts.length - 1]! : 0;
+}
+
+/** The cut plan of tokens [0, length): multiples of `piece`, the given boundaries inside, and `length` itself. */
+export function planCuts(length: number, piece: number, boundaries: readonly number[] = []): number[] {
+  const set = new Set<number>();
+  for (let c = piece; c < length; c += piece) set.add(c);
+  for (const b of boundaries) if (b > 0 && b < length && Number.isInteger(b)) set.add(b);
+  if (length > 0) set.add(length);
+  return [...set].sort((a, b) => a - b);
+}
+
+/** The pieces [start, end) from `from` to the end of a plan. `from` must be 0 or one of the plan's cuts. */
+export function piecesFrom(plan: readonly number[], from: number): [number, number][] {
+  const out: [number, number][] = [];
+  let a = from;
+  for (const c of plan) {
+    if (c <= a) continue;
+    out.push([a, c]);
+    a = c;
+  }
+  return out;
+}
+
+export interface Reuse {
+  /** Tokens that may be reused exactly (a shared cut, ≤ prompt length − 1). */
+  length: number;
+  /** Tokens the two sequences have in common, whatever the cuts (for miss reasons). */
+  common: number;
+}
+
+/**
+ * How much of a prompt (with its cut plan) the memory can serve: the largest cut that both plans share,
+ * with all earlier cuts shared and the tokens equal up to it, leaving at least one prompt token to
+ * evaluate (the model needs it to produce logits).
+ */
+export function reusable(memory: {tokens: readonly number[]; cuts: readonly number[]}, prompt: readonly number[], plan: readonly number[]): Reuse {
+  const held = memory.tokens;
+  let common = 0;
+  const limit = Math.min(held.length, prompt.length);
+  while (common < limit && held[common] === prompt[common]) common++;
+  let length = 0;
+  const cuts = memory.cuts;
+  for (let i = 0; i < cuts.length && i < plan.length; i++) {
+    const c = cuts[i]!;
+    if (c !== plan[i] || c > common || c > prompt.length - 1) break;
+    length = c;
+  }
+  return {length, common};
+}

@@ -1,0 +1,265 @@
+// The region pool: the context's sequences as busy, held (a warm conversation between turns) or free
+// regions. It places each request (kv/placement.ts decides; this file carries it out with the library's
+// sequence operations), seals finished replies so the next turn can reuse them exactly, writes held states
+// that are about to be overwritten to the disk tier, and keeps the cache numbers.
+//
+// All preparation (copies, moves, loads, saves, erases) runs under one mutex, so a placement always sees
+// the regions as they are; the long parts (sealing a reply, decoding) run outside it.
+
+import type {LlamaContextSequence, Token} from "node-llama-cpp";
+import type {Logger} from "../../observability/log.ts";
+import type {KeepHook, ResumeState, StartInfo} from "../engine.ts";
+import type {DiskReport} from "../kv/cache-report.ts";
+import {CacheStats} from "../kv/cache-stats.ts";
+import type {DiskStore, DiskEntry} from "../kv/disk-store.ts";
+import {place, type Placement, type StateCandidate} from "../kv/placement.ts";
+import {emptyMemory, exactLength, planCuts, reusable, type RegionMemory} from "../kv/region-memory.ts";
+import type {RegionQueue} from "../region-queue.ts";
+import {copySequenceState} from "./internals.ts";
+
+/** A stored state must serve this many more tokens than memory to be worth reading. */
+const STATE_MARGIN = 16;
+/** Held states shorter than this are not worth a disk write. */
+const MIN_DISK_TOKENS = 128;
+/** How many overwritten states are remembered (tokens only) to tell "evicted" from "cold". */
+const EVICTED_LEDGER = 32;
+/** A cold prefill of at least this many new tokens marks the cache report stale while it runs. */
+export const LONG_PREFILL_TOKENS = 512;
+
+interface Seal {
+  done: Promise<void>;
+  abort(): void;
+  /** A session keeps the result: the seal may not be cut short. */
+  keep: boolean;
+}
+
+interface Region {
+  id: number;
+  seq: LlamaContextSequence;
+  memory: RegionMemory;
+  seal: Seal | null;
+}
+
+type StateRef = {kind: "disk"; entry: DiskEntry} | {kind: "handle"; resume: ResumeState};
+
+export interface PoolOptions {
+  piece: number;
+  cacheOn: boolean;
+  positionsPerRegion: number;
+  bytesPerPosition: number;
+  disk: DiskStore | null;
+  logger: Logger;
+}
+
+class Mutex {
+  private tail: Promise<unknown> = Promise.resolve();
+  run<T>(fn: () => Promise<T>): Promise<T> {
+    const next = this.tail.then(fn, fn);
+    this.tail = next.catch(() => undefined);
+    return next;
+  }
+}
+
+export class RegionPool {
+  readonly regions: Region[];
+  readonly stats: CacheStats;
+  private readonly prep = new Mutex();
+  private readonly evicted: {tokens: number[]; cuts: number[]}[] = [];
+
+  constructor(sequences: LlamaContextSequence[], private readonly queue: RegionQueue, private readonly opts: PoolOptions) {
+    this.regions = sequences.map((seq, id) => ({id, seq, memory: emptyMemory(), seal: null}));
+    this.stats = new CacheStats(opts.cacheOn, {regions: sequences.length, positionsPerRegion: opts.positionsPerRegion});
+  }
+
+  planCuts(length: number, boundaries: readonly number[]): number[] {
+    return planCuts(length, this.opts.piece, boundaries);
+  }
+
+  /** Prepares the granted region for the prompt and says how the request starts. */
+  prepare(target: number, prompt: readonly number[], plan: readonly number[], resume: ResumeState | null): Promise<StartInfo> {
+    return this.prep.run(() => this.prepareLocked(target, prompt, plan, resume));
+  }
+
+  private async prepareLocked(targetId: number, prompt: readonly number[], plan: readonly number[], resume: ResumeState | null): Promise<StartInfo> {
+    await this.settleSeals(prompt);
+    const states: StateCandidate<StateRef>[] = [];
+    if (this.opts.cacheOn) {
+      if (resume) states.push({tokens: resume.tokens, cuts: resume.cuts, origin: "handle", ref: {kind: "handle", resume}});
+      const disk = this.opts.disk;
+      if (disk?.enabled) {
+        const hit = disk.longestMatch(prompt, (e) => reusable(e, prompt, plan).length);
+        if (hit) states.push({tokens: hit.entry.tokens, cuts: hit.entry.cuts, origin: "disk", ref: {kind: "disk", entry: hit.entry}});
+      }
+    }
+    const target = this.regions[targetId]!;
+    const heldBefore = exactLength(target.memory);
+    const p = place<StateRef>({regions: this.regions.map((r) => ({id: r.id, busy: r.id !== targetId && this.queue.isBusy(r.id), memory: r.memory})),
+      target: targetId, prompt, plan, states, evicted: this.evicted, cacheOn: this.opts.cacheOn, stateMargin: STATE_MARGIN});
+    let source: StartInfo["source"] = "none";
+    let reuse = p.reuse;
+    // Save what this placement overwrites before anything moves.
+    for (const id of p.overwritten) await this.retire(this.regions[id]!);
+    if (p.moveAsideTo !== null) {
+      const aside = this.regions[p.moveAsideTo]!;
+      await this.copy(target, aside, exactLength(target.memory));
+    }
+    if (p.source.kind === "region" && p.source.id !== targetId) {
+      await this.copy(this.regions[p.source.id]!, target, reuse);
+      source = "copy";
+    } else if (p.source.kind === "region") {
+      source = "memory";
+    } else if (p.source.kind === "state") {
+      const ok = await this.loadState(target, p.source.state.ref);
+      if (ok) {
+        target.memory = {tokens: [...p.source.state.tokens], cuts: [...p.source.state.cuts], lastUsed: performance.now(), replyStart: 0};
+        source = p.source.state.origin;
+      } else {
+        reuse = 0;
+      }
+    }
+    if (source === "none" || source === "memory" || source === "disk" || source === "handle") await this.truncate(target, reuse);
+    target.memory = {tokens: prompt.slice(0, reuse), cuts: target.memory.cuts.filter((c) => c <= reuse), lastUsed: performance.now(), replyStart: 0};
+    if (source === "disk" && p.source.kind === "state" && p.source.state.ref.kind === "disk") {
+      // The conversation now lives in memory and will be written again, longer, when it is evicted.
+      const entry = p.source.state.ref.entry;
+      await this.opts.disk!.drop(entry, reuse < exactLength(entry));
+    }
+    const placed: Placement<StateRef> = {...p, reuse};
+    this.stats.recordPlacement(placed, prompt.length, heldBefore);
+    const miss = reuse === 0 && p.reuse > 0 ? "state_unreadable" : p.miss ? p.miss.reason + (p.miss.at !== undefined ? `@${p.miss.at}` : "") : null;
+    return {reused: reuse, source: reuse > 0 ? source : "none", miss};
+  }
+
+  /** Seals in progress: wait for one whose reply this prompt continues (or that a session keeps); stop the others. */
+  private async settleSeals(prompt: readonly number[]): Promise<void> {
+    for (const r of this.regions) {
+      const seal = r.seal;
+      if (!seal) continue;
+      let common = 0;
+      const held = r.memory.tokens;
+      while (common < held.length && common < prompt.length && held[common] === prompt[common]) common++;
+      if (!seal.keep && common <= exactLength(r.memory)) seal.abort();
+      await seal.done;
+    }
+  }
+
+  /** After a reply: re-evaluate the generated tokens in pieces (see region-memory.ts), then hand the state to `keep`. */
+  seal(id: number, promptLength: number, generated: readonly number[], keep: KeepHook | undefined, release: () => void): Promise<void> {
+    const r = this.regions[id]!;
+    let aborted = false;
+    let resolveDone!: () => void;
+    const done = new Promise<void>((res) => (resolveDone = res));
+    const seal: Seal = {done, abort: () => (aborted = true), keep: keep !== undefined};
+    const shouldStop = () => aborted || (!seal.keep && this.queue.queued > 0);
+    const work = this.prep.run(async () => {
+      // Started under the mutex so no placement runs halfway through; the evaluation itself runs outside it.
+      if (r.seal || (!seal.keep && this.queue.isBusy(id))) return false;
+      r.seal = seal;
+      return true;
+    }).then(async (started) => {
+      if (!started) return;
+      try {
+        if (this.opts.cacheOn && exactLength(r.memory) === promptLength && generated.length > 0) await this.sealReply(r, promptLength, generated, shouldStop);
+        if (keep) await keep({tokens: [...r.memory.tokens.slice(0, exactLength(r.memory))], cuts: [...r.memory.cuts], replyStart: r.memory.replyStart},
+          (path) => r.seq.saveStateToFile(path).then(() => undefined));
+      } catch (err) {
+        this.opts.logger.warn("sealing a reply failed; the region starts over", {region: id, error: (err as Error).message});
+        await this.truncate(r, 0).catch(() => undefined);
+        r.memory = emptyMemory();
+      } finally {
+        r.seal = null;
+        resolveDone();
+      }
+    });
+    if (!keep) {
+      release();
+      return work;
+    }
+    return work.finally(release);
+  }
+
+  private async sealReply(r: Region, promptLength: number, generated: readonly number[], stop: () => boolean): Promise<void> {
+    await this.truncate(r, promptLength);
+    r.memory.tokens = r.memory.tokens.slice(0, promptLength);
+    const end = promptLength + generated.length;
+    let a = promptLength;
+    for (const c of planCuts(end, this.opts.piece, [promptLength])) {
+      if (c <= promptLength) continue;
+      if (stop()) return;
+      const piece = generated.slice(a - promptLength, c - promptLength);
+      await r.seq.evaluateWithoutGeneratingNewTokens(piece as Token[]);
+      r.memory.tokens.push(...piece);
+      r.memory.cuts.push(c);
+      a = c;
+    }
+    r.memory.replyStart = promptLength;
+  }
+
+  /** A held state about to be overwritten: remembered for miss reasons and written to the disk tier. */
+  private async retire(r: Region): Promise<void> {
+    const exact = exactLength(r.memory);
+    if (exact === 0) return;
+    const tokens = r.memory.tokens.slice(0, exact);
+    this.evicted.push({tokens, cuts: [...r.memory.cuts]});
+    if (this.evicted.length > EVICTED_LEDGER) this.evicted.shift();
+    const disk = this.opts.disk;
+    if (!disk?.enabled || exact < MIN_DISK_TOKENS) return;
+    await this.truncate(r, exact);
+    await disk.put({tokens, cuts: r.memory.cuts}, (path) => r.seq.saveStateToFile(path).then(() => undefined));
+  }
+
+  private async copy(from: Region, to: Region, upTo: number): Promise<void> {
+    await copySequenceState(to.seq, from.seq, upTo);
+    to.memory = {tokens: from.memory.tokens.slice(0, upTo), cuts: from.memory.cuts.filter((c) => c <= upTo),
+      lastUsed: from.memory.lastUsed, replyStart: from.memory.replyStart < upTo ? from.memory.replyStart : 0};
+  }
+
+  private async loadState(r: Region, ref: StateRef): Promise<boolean> {
+    const read = async (path: string) => {
+      await r.seq.loadStateFromFile(path, {acceptRisk: true});
+    };
+    try {
+      if (ref.kind === "disk") {
+        const ok = await this.opts.disk!.load(ref.entry, read);
+        if (!ok) await this.truncate(r, 0);
+        return ok;
+      }
+      if (!(await ref.resume.verify())) {
+        this.opts.logger.warn("a session state file failed its check and was not loaded", {path: ref.resume.path});
+        return false;
+      }
+      await read(ref.resume.path);
+      return true;
+    } catch (err) {
+      this.opts.logger.warn("loading a state file failed; starting cold", {error: (err as Error).message});
+      await this.truncate(r, 0).catch(() => undefined);
+      r.memory = emptyMemory();
+      return false;
+    }
+  }
+
+  private async truncate(r: Region, keep: number): Promise<void> {
+    if (r.seq.nextTokenIndex > keep) await r.seq.eraseContextTokenRanges([{start: keep, end: r.seq.nextTokenIndex}]);
+    if (keep === 0) r.memory = emptyMemory();
+  }
+
+  /** Occupancy for the report: busy regions count their positions, held ones their exact state. */
+  report(disk: DiskReport): ReturnType<CacheStats["report"]> {
+    let used = 0;
+    let busy = 0;
+    let held = 0;
+    let heldPositions = 0;
+    for (const r of this.regions) {
+      if (this.queue.isBusy(r.id)) {
+        busy++;
+        used += r.seq.nextTokenIndex;
+      } else if (exactLength(r.memory) > 0) {
+        held++;
+        heldPositions += exactLength(r.memory);
+        used += r.seq.nextTokenIndex;
+      }
+    }
+    return this.stats.report({usedPositions: used, busyRegions: busy, heldRegions: held, heldPositions, waiting: this.queue.queued,
+      bytesPerPosition: this.opts.bytesPerPosition}, disk);
+  }
+}

@@ -1,0 +1,23 @@
+// What a KV state file must match to be loaded: the model file, the engine build and the KV layout.
+// llama.cpp checks shapes on load but not weights, so a state from another model of the same shape would
+// load silently and give garbage; this identity is written in every state's manifest and compared.
+
+import {stat} from "node:fs/promises";
+import type {StateIdentity} from "../kv/state-files.ts";
+import {PINNED_NODE_LLAMA_CPP} from "./internals.ts";
+
+export async function stateIdentity(modelPath: string, sha256: string | null, contextSize: number): Promise<StateIdentity> {
+  // A local model is not hashed at start (it may be large); its size and modification time stand in.
+  let model = sha256 ? `sha256:${sha256}` : modelPath;
+  if (!sha256) {
+    const st = await stat(modelPath);
+    model = `${modelPath}|${st.size}|${Math.floor(st.mtimeMs)}`;
+  }
+  return {
+    model,
+    engine: `node-llama-cpp ${PINNED_NODE_LLAMA_CPP}`,
+    // Pinned in llama-engine.ts; a state written with flash attention on has its V transposed differently.
+    kv: "f16/f16, flash attention off",
+    positions_per_region: String(contextSize),
+  };
+}
