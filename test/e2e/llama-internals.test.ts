@@ -6,7 +6,7 @@ import {availableParallelism, homedir} from "node:os";
 import {join} from "node:path";
 import {after, before, describe, test} from "node:test";
 import {getLlama, LlamaGrammarEvaluationState, type Llama, type LlamaContext, type LlamaModel, type Token} from "node-llama-cpp";
-import {acceptGrammarToken, grammarAcceptsText, INTERNAL_MEMBERS, PINNED_NODE_LLAMA_CPP, queuedDecodes, sequenceIdOf, type QueuedDecodeView} from "../../src/engine/llama/internals.ts";
+import {acceptGrammarToken, copySequenceState, grammarAcceptsText, INTERNAL_MEMBERS, PINNED_NODE_LLAMA_CPP, queuedDecodes, sequenceIdOf, type QueuedDecodeView} from "../../src/engine/llama/internals.ts";
 import {DEFAULT_MAIN_MODEL_SPEC} from "../../src/models/known-files.ts";
 import {resolveModel} from "../../src/models/resolve.ts";
 import {createMemoryLogger} from "../../src/observability/log.ts";
@@ -33,7 +33,8 @@ describe("node-llama-cpp internals", () => {
     assert.equal(ours.dependencies["node-llama-cpp"], PINNED_NODE_LLAMA_CPP, "package.json pins it exactly");
     assert.deepEqual([...INTERNAL_MEMBERS].sort(), ["LlamaContext._queuedDecodes[].sequenceId", "LlamaContext._queuedDecodes[].tokens",
       "LlamaContextSequence._sequenceId", "LlamaGrammar._testText (tests only)",
-      "Llama._bindings.AddonSampler.acceptGrammarEvaluationStateToken", "LlamaGrammarEvaluationState._state"].sort());
+      "Llama._bindings.AddonSampler.acceptGrammarEvaluationStateToken", "LlamaGrammarEvaluationState._state",
+      "LlamaContextSequence._copyStateFromOtherSequence"].sort());
   });
 
   test("LlamaGrammar._testText tells whole-text matches", async () => {
@@ -63,6 +64,34 @@ describe("node-llama-cpp internals", () => {
     };
     assert.equal(await firstToken(false), "{");
     assert.equal(await firstToken(true), "x");
+  });
+
+  test("copySequenceState copies a prefix into another sequence, and greedy decoding from it is unchanged", async () => {
+    const ctx = await model.createContext({sequences: 2, contextSize: 512, batchSize: 64, flashAttention: false});
+    try {
+      const [a, b] = [ctx.getSequence(), ctx.getSequence()];
+      const prompt = model.tokenize("<|im_start|>user\nName the planets of the solar system in order, please.<|im_end|>\n<|im_start|>assistant\n", true);
+      const cut = prompt.length - 5;
+      await a.evaluateWithoutGeneratingNewTokens(prompt.slice(0, cut));
+      await a.evaluateWithoutGeneratingNewTokens([42, 43, 44] as Token[]);
+      await copySequenceState(b, a, cut);
+      assert.equal(b.nextTokenIndex, cut, "the copy is cut back to the prefix");
+      assert.deepEqual(b.contextTokens, prompt.slice(0, cut), "the token mirror came along");
+      const greedy = async (seq: typeof a) => {
+        const out: number[] = [];
+        for await (const t of seq.evaluate(prompt.slice(cut), {temperature: 0, seed: 1})) {
+          out.push(t);
+          if (out.length === 12) break;
+        }
+        return out;
+      };
+      const copied = await greedy(b);
+      await a.eraseContextTokenRanges([{start: cut, end: a.nextTokenIndex}]);
+      assert.deepEqual(copied, await greedy(a), "the copied KV decodes exactly like the original");
+      await assert.rejects(copySequenceState(a, b, 10_000), /copying a region's state failed/);
+    } finally {
+      await ctx.dispose();
+    }
   });
 
   test("sequences get ids 0..N-1 in order (LlamaContextSequence._sequenceId)", async () => {

@@ -39,7 +39,7 @@ export class CacheStats {
   constructor(private readonly enabled: boolean, private readonly shape: PoolShape) {}
 
   /** One request placed on a region. */
-  recordPlacement(p: Placement, promptTokens: number, heldBefore: number): void {
+  recordPlacement(p: Placement, promptTokens: number): void {
     this.requests++;
     this.promptTokens += promptTokens;
     this.cachedTokens += p.reuse;
@@ -50,8 +50,7 @@ export class CacheStats {
     if (p.coldResort) this.coldResorts++;
     if (p.rewroteLastMessage) this.lastMessageRewrites++;
     this.evicted += p.overwritten.length;
-    // A follow-up that took over its own conversation's region but left part of it behind.
-    if (p.source.kind === "region" && p.source.id === p.target && p.reuse < heldBefore && p.moveAsideTo === null) this.dropped++;
+    if (p.dropped) this.dropped++;
     this.takenAt = Date.now();
   }
 

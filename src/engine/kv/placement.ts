@@ -2,13 +2,14 @@
 // stored states; this decides; the engine carries it out (copy, move, load, erase).
 //
 // Rules, in order:
-// - The request runs on the lowest idle region id (`target`): llama.cpp merges only consecutive sequence
-//   ids into one compute pass, so active requests must stay low and together.
+// - The request runs on an idle region that keeps the busy regions contiguous (`pickTarget`): llama.cpp
+//   merges only consecutive sequence ids into one compute pass. Among those, the one that already holds
+//   the most of the prompt wins (no copy needed); otherwise the lowest.
 // - It starts from whatever serves the most of its prompt exactly: the target itself, another idle region
 //   (copied into the target: "relocated"), or a state file (disk tier or a session handle).
-// - A held conversation is never lost just because it sat on a low id: when the target's own exact state
-//   would be overwritten, it is first moved to the least recently used idle region (or an empty one), so
-//   eviction is least-recently-used over all idle regions.
+// - A held conversation is not lost just because it sat on the region a copy or a load goes into: it is
+//   first moved to an empty or older idle region. When a request extends the state its region holds but
+//   departs from it partway, the rest is dropped (the conversation moved on).
 // - Why it reused less than it could have is reported as a miss reason.
 
 import type {MissReason} from "./cache-report.ts";
@@ -42,6 +43,8 @@ export interface Placement<T = unknown> {
   moveAsideTo: number | null;
   /** Regions whose exact state this placement overwrites (the disk tier may save them first). */
   overwritten: number[];
+  /** The target held this conversation's earlier state and the request departs from it partway. */
+  dropped: boolean;
   miss: {reason: MissReason; at?: number} | null;
   /** The prompt resumed inside the reply sealed in its source (an edited or continued last message). */
   rewroteLastMessage: boolean;
@@ -61,11 +64,13 @@ export interface PlaceInput<T> {
   cacheOn: boolean;
   /** A stored state must beat memory by this many tokens to be worth reading from disk. */
   stateMargin: number;
+  /** Another region's prefix is copied in only when it serves at least this many tokens. */
+  minCopy: number;
 }
 
 export function place<T>(input: PlaceInput<T>): Placement<T> {
   const {regions, target, prompt, plan} = input;
-  const base: Placement<T> = {target, source: {kind: "none"}, reuse: 0, moveAsideTo: null, overwritten: [], miss: null,
+  const base: Placement<T> = {target, source: {kind: "none"}, reuse: 0, moveAsideTo: null, overwritten: [], dropped: false, miss: null,
     rewroteLastMessage: false, coldResort: false};
   const targetView = regions.find((r) => r.id === target);
   if (!targetView) throw new Error(`placement: no region ${target}`);
@@ -77,7 +82,8 @@ export function place<T>(input: PlaceInput<T>): Placement<T> {
   for (const r of regions) {
     if (r.busy || r.id === target) continue;
     const u = reusable(r.memory, prompt, plan);
-    if (u.length > bestReuse.length) {
+    // A copy moves the whole region buffer; below minCopy tokens recomputing is as cheap.
+    if (u.length > bestReuse.length && u.length >= input.minCopy) {
       best = r;
       bestReuse = u;
     }
@@ -104,7 +110,14 @@ export function place<T>(input: PlaceInput<T>): Placement<T> {
   const targetLoses = targetExact > 0 && !(inPlace && reuse >= targetExact);
   let moveAsideTo: number | null = null;
   const overwritten: number[] = [];
-  if (targetLoses) {
+  let dropped = false;
+  if (targetLoses && inPlace) {
+    // A follow-up (it repeats the history the held reply answered) left the rest of its own conversation
+    // behind: dropped. Any other prompt that shares only a prefix evicts the held state.
+    const replyStart = targetView.memory.replyStart;
+    if (replyStart > 0 && bestReuse.common >= replyStart) dropped = true;
+    else overwritten.push(target);
+  } else if (targetLoses) {
     const sourceId = source.kind === "region" ? source.id : -1;
     const victim = leastRecentlyUsedIdle(regions, [target, sourceId]);
     if (victim && (exactLength(victim.memory) === 0 || victim.memory.lastUsed < targetView.memory.lastUsed)) {
@@ -132,7 +145,48 @@ export function place<T>(input: PlaceInput<T>): Placement<T> {
   }
   const replyStart = source.kind === "region" ? best.memory.replyStart : 0;
   const rewroteLastMessage = reuse > 0 && replyStart > 0 && common > replyStart && common < sourceTokens.length && common < prompt.length;
-  return {target, source, reuse, moveAsideTo, overwritten, miss, rewroteLastMessage, coldResort};
+  return {target, source, reuse, moveAsideTo, overwritten, dropped, miss, rewroteLastMessage, coldResort};
+}
+
+/**
+ * The region a new request should run on, among the free ones: one next to the busy regions (any, when
+ * none is busy) so the active set stays one contiguous run of ids; among those, one whose whole held state
+ * the prompt extends, else an empty one, else the least recently used. When no free region touches the
+ * busy run, the lowest free one.
+ */
+export function pickTarget(free: readonly number[], busy: readonly number[], memories: readonly RegionMemory[], prompt: readonly number[],
+  plan: readonly number[], cacheOn: boolean): number {
+  const sorted = [...free].sort((a, b) => a - b);
+  let allowed = sorted;
+  if (busy.length > 0) {
+    const lo = Math.min(...busy);
+    const hi = Math.max(...busy);
+    const contiguous = (id: number) => {
+      const all = [...busy, id].sort((a, b) => a - b);
+      return all.every((x, i) => i === 0 || x === all[i - 1]! + 1);
+    };
+    allowed = sorted.filter((id) => (id === lo - 1 || id === hi + 1 || (id > lo && id < hi)) && contiguous(id));
+    if (allowed.length === 0) allowed = sorted.filter((id) => id === lo - 1 || id === hi + 1);
+    if (allowed.length === 0) allowed = sorted.slice(0, 1);
+  }
+  if (!cacheOn) return allowed[0]!;
+  // A region whose whole held state the prompt extends: run there, nothing is lost.
+  let best = -1;
+  let bestReuse = 0;
+  for (const id of allowed) {
+    const memory = memories[id]!;
+    const u = reusable(memory, prompt, plan).length;
+    if (u > bestReuse && u >= exactLength(memory)) {
+      best = id;
+      bestReuse = u;
+    }
+  }
+  if (best >= 0) return best;
+  // Otherwise take an empty region, else evict the least recently used state; a shared prefix held
+  // elsewhere (a system message, the part of a conversation before an edit) is copied in by place().
+  const empty = allowed.find((id) => exactLength(memories[id]!) === 0);
+  if (empty !== undefined) return empty;
+  return allowed.reduce((a, b) => (memories[b]!.lastUsed < memories[a]!.lastUsed ? b : a));
 }
 
 function leastRecentlyUsedIdle(regions: readonly RegionView[], exclude: number[]): RegionView | null {

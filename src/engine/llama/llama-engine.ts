@@ -8,6 +8,7 @@ import type {DecodeEnd, DecodeJob, DecodeRun, DecodeStats, Engine, EngineInfo, E
 import type {CacheReport, DiskReport} from "../kv/cache-report.ts";
 import type {DiskStore} from "../kv/disk-store.ts";
 import {exactLength} from "../kv/region-memory.ts";
+import {pickTarget} from "../kv/placement.ts";
 import {RegionQueue} from "../region-queue.ts";
 import {chooseBatch, newBatchPolicyState, type BatchPolicyState} from "./batch-strategy.ts";
 import {acceptGrammarToken, PINNED_NODE_LLAMA_CPP, queuedDecodes, sequenceIdOf} from "./internals.ts";
@@ -41,6 +42,8 @@ export class LlamaEngine implements Engine {
   /** Token classes for the constraints under a grammar (whitespace runs, closing when the budget runs out). */
   private readonly tokenClasses: TokenClasses;
   private closed = false;
+  private readonly logger: Logger;
+  private readonly promptCacheOn: boolean;
   private readonly binder: GrammarBinder;
 
   private constructor(
@@ -54,6 +57,8 @@ export class LlamaEngine implements Engine {
   ) {
     this.queue = new RegionQueue(sequences.length);
     this.disk = opts.disk ?? null;
+    this.logger = opts.logger;
+    this.promptCacheOn = opts.promptCache;
     this.grammars = new GrammarStore(llama);
     const meta = model.fileInfo.metadata;
     const tokenizer = meta.tokenizer.ggml as unknown as {model?: string; tokens: string[]};
@@ -158,7 +163,10 @@ export class LlamaEngine implements Engine {
     const waitStart = performance.now();
     let id: number;
     try {
-      id = await this.queue.acquire({signal: opts.signal, timeoutMs: opts.timeoutMs});
+      id = await this.queue.acquire({signal: opts.signal, timeoutMs: opts.timeoutMs, choose: (free) => {
+        const busy = this.pool.regions.map((r) => r.id).filter((i) => this.queue.isBusy(i));
+        return pickTarget(free, busy, this.pool.regions.map((r) => r.memory), opts.prompt, opts.plan, this.promptCacheOn);
+      }});
     } finally {
       this.pool.stats.waitingS += (performance.now() - waitStart) / 1000;
     }
@@ -236,6 +244,13 @@ export class LlamaEngine implements Engine {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    if (this.disk?.enabled) {
+      const written = await this.pool.flush().catch((err: Error) => {
+        this.logger.warn("writing held conversations to the disk tier at shutdown failed", {error: err.message});
+        return 0;
+      });
+      this.logger.info("held conversations written to the disk tier", {states: written});
+    }
     await this.context.dispose();
     await this.model.dispose();
     await this.llama.dispose();

@@ -19,6 +19,8 @@ import {copySequenceState} from "./internals.ts";
 
 /** A stored state must serve this many more tokens than memory to be worth reading. */
 const STATE_MARGIN = 16;
+/** A prefix held in another region is copied in only when it serves at least this many tokens (a role header is not worth it). */
+const MIN_COPY = 16;
 /** Held states shorter than this are not worth a disk write. */
 const MIN_DISK_TOKENS = 128;
 /** How many overwritten states are remembered (tokens only) to tell "evicted" from "cold". */
@@ -92,9 +94,8 @@ export class RegionPool {
       }
     }
     const target = this.regions[targetId]!;
-    const heldBefore = exactLength(target.memory);
     const p = place<StateRef>({regions: this.regions.map((r) => ({id: r.id, busy: r.id !== targetId && this.queue.isBusy(r.id), memory: r.memory})),
-      target: targetId, prompt, plan, states, evicted: this.evicted, cacheOn: this.opts.cacheOn, stateMargin: STATE_MARGIN});
+      target: targetId, prompt, plan, states, evicted: this.evicted, cacheOn: this.opts.cacheOn, stateMargin: STATE_MARGIN, minCopy: MIN_COPY});
     let source: StartInfo["source"] = "none";
     let reuse = p.reuse;
     // Save what this placement overwrites before anything moves.
@@ -125,7 +126,7 @@ export class RegionPool {
       await this.opts.disk!.drop(entry, reuse < exactLength(entry));
     }
     const placed: Placement<StateRef> = {...p, reuse};
-    this.stats.recordPlacement(placed, prompt.length, heldBefore);
+    this.stats.recordPlacement(placed, prompt.length);
     const miss = reuse === 0 && p.reuse > 0 ? "state_unreadable" : p.miss ? p.miss.reason + (p.miss.at !== undefined ? `@${p.miss.at}` : "") : null;
     return {reused: reuse, source: reuse > 0 ? source : "none", miss};
   }
@@ -241,6 +242,22 @@ export class RegionPool {
   private async truncate(r: Region, keep: number): Promise<void> {
     if (r.seq.nextTokenIndex > keep) await r.seq.eraseContextTokenRanges([{start: keep, end: r.seq.nextTokenIndex}]);
     if (keep === 0) r.memory = emptyMemory();
+  }
+
+  /** At shutdown: held states go to the disk tier, so a restarted server picks up where it was. */
+  flush(): Promise<number> {
+    return this.prep.run(async () => {
+      for (const r of this.regions) r.seal?.abort();
+      let written = 0;
+      for (const r of this.regions) {
+        await r.seal?.done;
+        if (this.queue.isBusy(r.id) || exactLength(r.memory) < MIN_DISK_TOKENS || !this.opts.disk?.enabled) continue;
+        const before = this.opts.disk.writes;
+        await this.retire(r);
+        if (this.opts.disk.writes > before) written++;
+      }
+      return written;
+    });
   }
 
   /** Occupancy for the report: busy regions count their positions, held ones their exact state. */
