@@ -119,8 +119,10 @@ export async function createApp(config: Config, logger: Logger): Promise<App> {
     deps,
     close: async () => {
       await server.close();
-      await handles?.close();
+      // The engine first: it finishes the seals and keeps of replies already sent (a client was told
+      // "accepted") and writes held conversations to disk, then the handle index is closed.
       await engine.close();
+      await handles?.close();
     },
   };
 }

@@ -101,7 +101,10 @@ export class LlamaEngine implements Engine {
     const llama = await getLlama({
       gpu: false,
       build: "never",
-      maxThreads: threads,
+      // 0 bypasses node-llama-cpp's thread splitter: with it, four regions dispatching small prompt pieces
+      // stalled for good on 2 cores (the allocation waited for a free thread that was never announced);
+      // there is one context, so the context's own thread count is all that is needed.
+      maxThreads: 0,
       logLevel: LlamaLogLevel.error,
       logger: (level, message) => {
         if (level === LlamaLogLevel.error || level === LlamaLogLevel.fatal) opts.logger.error("engine", {message: message.trim()});
@@ -165,7 +168,11 @@ export class LlamaEngine implements Engine {
     try {
       id = await this.queue.acquire({signal: opts.signal, timeoutMs: opts.timeoutMs, choose: (free) => {
         const busy = this.pool.regions.map((r) => r.id).filter((i) => this.queue.isBusy(i));
-        return pickTarget(free, busy, this.pool.regions.map((r) => r.memory), opts.prompt, opts.plan, this.promptCacheOn);
+        // A region still sealing a reply is only a candidate for the prompt that continues that reply.
+        const continued = free.find((i) => this.pool.continuesSeal(i, opts.prompt));
+        if (continued !== undefined) return continued;
+        const settled = free.filter((i) => !this.pool.isSealing(i));
+        return pickTarget(settled.length > 0 ? settled : free, busy, this.pool.regions.map((r) => r.memory), opts.prompt, opts.plan, this.promptCacheOn);
       }});
     } finally {
       this.pool.stats.waitingS += (performance.now() - waitStart) / 1000;

@@ -33,6 +33,9 @@ interface Seal {
   abort(): void;
   /** A session keeps the result: the seal may not be cut short. */
   keep: boolean;
+  /** The prompt and reply being sealed (the region's tokens when it is done). */
+  tokens: readonly number[];
+  promptLength: number;
 }
 
 interface Region {
@@ -83,7 +86,7 @@ export class RegionPool {
   }
 
   private async prepareLocked(targetId: number, prompt: readonly number[], plan: readonly number[], resume: ResumeState | null): Promise<StartInfo> {
-    await this.settleSeals(prompt);
+    const sealing = await this.settleSeals(prompt, targetId);
     const states: StateCandidate<StateRef>[] = [];
     if (this.opts.cacheOn) {
       if (resume) states.push({tokens: resume.tokens, cuts: resume.cuts, origin: "handle", ref: {kind: "handle", resume}});
@@ -94,7 +97,8 @@ export class RegionPool {
       }
     }
     const target = this.regions[targetId]!;
-    const p = place<StateRef>({regions: this.regions.map((r) => ({id: r.id, busy: r.id !== targetId && this.queue.isBusy(r.id), memory: r.memory})),
+    const p = place<StateRef>({regions: this.regions.map((r) => ({id: r.id, busy: r.id !== targetId && (this.queue.isBusy(r.id) || sealing.has(r.id)),
+      memory: r.memory})),
       target: targetId, prompt, plan, states, evicted: this.evicted, cacheOn: this.opts.cacheOn, stateMargin: STATE_MARGIN, minCopy: MIN_COPY});
     let source: StartInfo["source"] = "none";
     let reuse = p.reuse;
@@ -131,17 +135,41 @@ export class RegionPool {
     return {reused: reuse, source: reuse > 0 ? source : "none", miss};
   }
 
-  /** Seals in progress: wait for one whose reply this prompt continues (or that a session keeps); stop the others. */
-  private async settleSeals(prompt: readonly number[]): Promise<void> {
+  /** Whether the prompt continues into the reply a region is sealing (then waiting for the seal pays). */
+  continuesSeal(id: number, prompt: readonly number[]): boolean {
+    const seal = this.regions[id]!.seal;
+    if (!seal) return false;
+    let common = 0;
+    const held = seal.tokens;
+    while (common < held.length && common < prompt.length && held[common] === prompt[common]) common++;
+    return common > seal.promptLength;
+  }
+
+  isSealing(id: number): boolean {
+    return this.regions[id]!.seal !== null;
+  }
+
+  /**
+   * Seals in progress: wait for those whose reply this prompt continues (or that a session keeps) and for
+   * the target's; the target's is stopped first when the prompt does not continue it. Other seals go on,
+   * and their regions are left out of this placement.
+   */
+  private async settleSeals(prompt: readonly number[], target: number): Promise<Set<number>> {
+    const untouchable = new Set<number>();
     for (const r of this.regions) {
       const seal = r.seal;
       if (!seal) continue;
-      let common = 0;
-      const held = r.memory.tokens;
-      while (common < held.length && common < prompt.length && held[common] === prompt[common]) common++;
-      if (!seal.keep && common <= exactLength(r.memory)) seal.abort();
-      await seal.done;
+      const continues = this.continuesSeal(r.id, prompt);
+      if (r.id === target) {
+        if (!seal.keep && !continues) seal.abort();
+        await seal.done;
+      } else if (continues || seal.keep) {
+        await seal.done;
+      } else {
+        untouchable.add(r.id);
+      }
     }
+    return untouchable;
   }
 
   /** After a reply: re-evaluate the generated tokens in pieces (see region-memory.ts), then hand the state to `keep`. */
@@ -150,7 +178,8 @@ export class RegionPool {
     let aborted = false;
     let resolveDone!: () => void;
     const done = new Promise<void>((res) => (resolveDone = res));
-    const seal: Seal = {done, abort: () => (aborted = true), keep: keep !== undefined};
+    const seal: Seal = {done, abort: () => (aborted = true), keep: keep !== undefined, tokens: [...r.memory.tokens.slice(0, promptLength), ...generated],
+      promptLength};
     const shouldStop = () => aborted || (!seal.keep && this.queue.queued > 0);
     const work = this.prep.run(async () => {
       // Started under the mutex so no placement runs halfway through; the evaluation itself runs outside it.
@@ -247,7 +276,7 @@ export class RegionPool {
   /** At shutdown: held states go to the disk tier, so a restarted server picks up where it was. */
   flush(): Promise<number> {
     return this.prep.run(async () => {
-      for (const r of this.regions) r.seal?.abort();
+      for (const r of this.regions) if (!r.seal?.keep) r.seal?.abort();
       let written = 0;
       for (const r of this.regions) {
         await r.seal?.done;
