@@ -1,15 +1,19 @@
 // Prompt cache: (1) time to first token of turn 2 of a ~2,000-token conversation, resumed after turn 1's
 // sealed reply, against the cold time to first token of the same prompt on a server with the cache off
 // (target: warm ≤ 5% of cold); (2) a scripted multi-user chat load (more users than regions, several turns
-// each, interleaved): hit rate, token hit rate and prompt tokens saved, from /cache. Measured in one run.
+// each, interleaved), without and with the disk tier: hit rate, token hit rate and prompt tokens saved, from
+// /cache. Measured in one run.
 //
 //   npx tsx bench/prompt-cache.ts        (or: npm run bench:cache)
 
+import {mkdtemp, rm} from "node:fs/promises";
+import {tmpdir} from "node:os";
+import {join} from "node:path";
 import {startServer, type RunningServer} from "../test/e2e/harness.ts";
 
 type Msg = {role: "system" | "user" | "assistant"; content: string};
 
-const FACTS = Array.from({length: 60}, (_, i) =>
+const FACTS = Array.from({length: 100}, (_, i) =>
   `Note ${i + 1}: the ${["north", "south", "east", "west"][i % 4]} field grows ${["barley", "oats", "beans", "clover", "rye"][i % 5]} and is watered every ${2 + (i % 5)} days.`);
 const LONG_USER = `Here are my farm notes.\n${FACTS.join("\n")}\nSummarise which fields need water most often.`;
 
@@ -27,7 +31,8 @@ async function ttftMs(server: RunningServer, messages: Msg[]): Promise<{ms: numb
     text += decoder.decode(value, {stream: true});
     if (!first && /"content":"[^"]/.test(text)) first = performance.now();
   }
-  const usage = [...text.matchAll(/"usage":(\{[^}]*\{[^}]*\}[^}]*\})/g)].map((m) => JSON.parse(m[1]!)).at(-1);
+  const frames = text.split("\n").filter((l) => l.startsWith("data: {")).map((l) => JSON.parse(l.slice(6)) as {usage?: any});
+  const usage = frames.map((f) => f.usage).filter(Boolean).at(-1);
   return {ms: (first || performance.now()) - t0, cached: usage?.prompt_tokens_details?.cached_tokens ?? 0, prompt: usage?.prompt_tokens ?? 0};
 }
 
@@ -62,10 +67,10 @@ async function turnTwo(): Promise<void> {
   console.log(`  warm / cold = ${(warm.ms / cold.ms).toFixed(3)}  (target <= 0.05)`);
 }
 
-async function multiUser(): Promise<void> {
+async function multiUser(diskDir: string | null): Promise<void> {
   const USERS = 6;
   const TURNS = 4;
-  const server = await startServer({SVC_CTX_SIZE: "2048", SVC_PARALLEL: "4"});
+  const server = await startServer({SVC_CTX_SIZE: "2048", SVC_PARALLEL: "4", ...(diskDir ? {SVC_CACHE_DIR: diskDir} : {})});
   try {
     const system = "You are a friendly assistant for a hardware store. Answer in one or two sentences and suggest one product.";
     const histories: Msg[][] = Array.from({length: USERS}, () => [{role: "system", content: system}]);
@@ -83,13 +88,19 @@ async function multiUser(): Promise<void> {
     }
     const seconds = (performance.now() - t0) / 1000;
     const c = (await (await fetch(`${server.url}/cache`)).json()) as Record<string, any>;
-    console.log(`multi-user chat: ${USERS} users x ${TURNS} turns on ${c.pool.positions / 2048} regions in ${seconds.toFixed(1)} s`);
+    console.log(`multi-user chat, ${diskDir ? "with" : "without"} the disk tier: ${USERS} users x ${TURNS} turns on ${c.pool.positions / 2048} regions in ${seconds.toFixed(1)} s`);
     console.log(`  hit rate ${c.hit_rate}, token hit rate ${c.token_hit_rate}, prompt tokens saved ${c.tokens_saved} of ${c.prompt_tokens}`);
-    console.log(`  evicted ${c.evicted}, dropped ${c.pool.dropped}, relocated ${c.pool.relocated}, miss reasons ${JSON.stringify(c.miss_reasons)}`);
+    console.log(`  evicted ${c.evicted}, dropped ${c.pool.dropped}, relocated ${c.pool.relocated}, disk hits ${c.disk.hits}, miss reasons ${JSON.stringify(c.miss_reasons)}`);
   } finally {
     await server.stop();
   }
 }
 
 await turnTwo();
-await multiUser();
+await multiUser(null);
+const dir = await mkdtemp(join(tmpdir(), "svc-bench-"));
+try {
+  await multiUser(dir);
+} finally {
+  await rm(dir, {recursive: true, force: true});
+}

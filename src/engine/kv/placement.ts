@@ -144,7 +144,7 @@ export function place<T>(input: PlaceInput<T>): Placement<T> {
     miss = {reason: "cold"};
   }
   const replyStart = source.kind === "region" ? best.memory.replyStart : 0;
-  const rewroteLastMessage = reuse > 0 && replyStart > 0 && common > replyStart && common < sourceTokens.length && common < prompt.length;
+  const rewroteLastMessage = reuse > 0 && replyStart > 0 && common > replyStart && common < sourceTokens.length;
   return {target, source, reuse, moveAsideTo, overwritten, dropped, miss, rewroteLastMessage, coldResort};
 }
 
