@@ -9,6 +9,8 @@ import {randomBytes} from "node:crypto";
 import {mkdir, readdir, rm, writeFile} from "node:fs/promises";
 import {join} from "node:path";
 import type {Logger} from "../../observability/log.ts";
+import {Serial} from "../../core/serial.ts";
+import {commonPrefix} from "./region-memory.ts";
 import type {DiskReport} from "./cache-report.ts";
 import {MANIFEST_SUFFIX, newStateId, readManifest, removeState, STATE_SUFFIX, statePath, touchManifest, verifyState,
   writeState, type StateIdentity, type StateManifest} from "./state-files.ts";
@@ -44,13 +46,6 @@ function errorCode(err: unknown): string {
   return e?.code ?? (e instanceof Error ? e.message : String(err));
 }
 
-function commonPrefix(a: readonly number[], b: readonly number[]): number {
-  const n = Math.min(a.length, b.length);
-  let i = 0;
-  while (i < n && a[i] === b[i]) i++;
-  return i;
-}
-
 function startsWith(seq: readonly number[], prefix: readonly number[]): boolean {
   return seq.length >= prefix.length && commonPrefix(seq, prefix) === prefix.length;
 }
@@ -67,7 +62,7 @@ function older(a: Held, b: Held): boolean {
 
 export class DiskStore {
   private readonly held = new Map<string, Held>();
-  private chain: Promise<unknown> = Promise.resolve();
+  private readonly queue = new Serial();
   private on = true;
   private reason: string | null = null;
   private total = 0;
@@ -206,9 +201,7 @@ export class DiskStore {
   }
 
   private serial<T>(fn: () => Promise<T>): Promise<T> {
-    const run = this.chain.then(fn);
-    this.chain = run.catch(() => undefined);
-    return run;
+    return this.queue.run(fn);
   }
 
   private disable(reason: string): void {

@@ -54,6 +54,14 @@ export function piecesFrom(plan: readonly number[], from: number): [number, numb
   return out;
 }
 
+/** How many leading tokens two sequences share. */
+export function commonPrefix(a: readonly number[], b: readonly number[]): number {
+  const n = Math.min(a.length, b.length);
+  let i = 0;
+  while (i < n && a[i] === b[i]) i++;
+  return i;
+}
+
 export interface Reuse {
   /** Tokens that may be reused exactly (a shared cut, ≤ prompt length − 1). */
   length: number;
@@ -67,10 +75,7 @@ export interface Reuse {
  * evaluate (the model needs it to produce logits).
  */
 export function reusable(memory: {tokens: readonly number[]; cuts: readonly number[]}, prompt: readonly number[], plan: readonly number[]): Reuse {
-  const held = memory.tokens;
-  let common = 0;
-  const limit = Math.min(held.length, prompt.length);
-  while (common < limit && held[common] === prompt[common]) common++;
+  const common = commonPrefix(memory.tokens, prompt);
   let length = 0;
   const cuts = memory.cuts;
   for (let i = 0; i < cuts.length && i < plan.length; i++) {

@@ -8,7 +8,6 @@ import type {DecodeEnd, DecodeJob, DecodeRun, DecodeStats, Engine, EngineInfo, E
 import type {CacheReport, DiskReport} from "../kv/cache-report.ts";
 import type {DiskStore} from "../kv/disk-store.ts";
 import {exactLength} from "../kv/region-memory.ts";
-import {pickTarget} from "../kv/placement.ts";
 import {RegionQueue} from "../region-queue.ts";
 import {chooseBatch, newBatchPolicyState, type BatchPolicyState} from "./batch-strategy.ts";
 import {acceptGrammarToken, PINNED_NODE_LLAMA_CPP, queuedDecodes, sequenceIdOf} from "./internals.ts";
@@ -43,7 +42,6 @@ export class LlamaEngine implements Engine {
   private readonly tokenClasses: TokenClasses;
   private closed = false;
   private readonly logger: Logger;
-  private readonly promptCacheOn: boolean;
   private readonly binder: GrammarBinder;
 
   private constructor(
@@ -58,7 +56,6 @@ export class LlamaEngine implements Engine {
     this.queue = new RegionQueue(sequences.length);
     this.disk = opts.disk ?? null;
     this.logger = opts.logger;
-    this.promptCacheOn = opts.promptCache;
     this.grammars = new GrammarStore(llama);
     const meta = model.fileInfo.metadata;
     const tokenizer = meta.tokenizer.ggml as unknown as {model?: string; tokens: string[]};
@@ -166,14 +163,8 @@ export class LlamaEngine implements Engine {
     const waitStart = performance.now();
     let id: number;
     try {
-      id = await this.queue.acquire({signal: opts.signal, timeoutMs: opts.timeoutMs, choose: (free) => {
-        const busy = this.pool.regions.map((r) => r.id).filter((i) => this.queue.isBusy(i));
-        // A region still sealing a reply is only a candidate for the prompt that continues that reply.
-        const continued = free.find((i) => this.pool.continuesSeal(i, opts.prompt));
-        if (continued !== undefined) return continued;
-        const settled = free.filter((i) => !this.pool.isSealing(i));
-        return pickTarget(settled.length > 0 ? settled : free, busy, this.pool.regions.map((r) => r.memory), opts.prompt, opts.plan, this.promptCacheOn);
-      }});
+      id = await this.queue.acquire({signal: opts.signal, timeoutMs: opts.timeoutMs,
+        choose: (free) => this.pool.chooseTarget(free, opts.prompt, opts.plan)});
     } finally {
       this.pool.stats.waitingS += (performance.now() - waitStart) / 1000;
     }

@@ -3,7 +3,7 @@
 // sequence operations), seals finished replies so the next turn can reuse them exactly, writes held states
 // that are about to be overwritten to the disk tier, and keeps the cache numbers.
 //
-// All preparation (copies, moves, loads, saves, erases) runs under one mutex, so a placement always sees
+// All preparation (copies, moves, loads, saves, erases) runs one at a time (Serial), so a placement always sees
 // the regions as they are; the long parts (sealing a reply, decoding) run outside it.
 
 import type {LlamaContextSequence, Token} from "node-llama-cpp";
@@ -12,8 +12,9 @@ import type {KeepHook, ResumeState, StartInfo} from "../engine.ts";
 import type {DiskReport} from "../kv/cache-report.ts";
 import {CacheStats} from "../kv/cache-stats.ts";
 import type {DiskStore, DiskEntry} from "../kv/disk-store.ts";
-import {place, type Placement, type StateCandidate} from "../kv/placement.ts";
-import {emptyMemory, exactLength, planCuts, reusable, type RegionMemory} from "../kv/region-memory.ts";
+import {Serial} from "../../core/serial.ts";
+import {pickTarget, place, type Placement, type StateCandidate} from "../kv/placement.ts";
+import {commonPrefix, emptyMemory, exactLength, planCuts, reusable, type RegionMemory} from "../kv/region-memory.ts";
 import type {RegionQueue} from "../region-queue.ts";
 import {copySequenceState} from "./internals.ts";
 
@@ -56,19 +57,10 @@ export interface PoolOptions {
   logger: Logger;
 }
 
-class Mutex {
-  private tail: Promise<unknown> = Promise.resolve();
-  run<T>(fn: () => Promise<T>): Promise<T> {
-    const next = this.tail.then(fn, fn);
-    this.tail = next.catch(() => undefined);
-    return next;
-  }
-}
-
 export class RegionPool {
   readonly regions: Region[];
   readonly stats: CacheStats;
-  private readonly prep = new Mutex();
+  private readonly prep = new Serial();
   private readonly evicted: {tokens: number[]; cuts: number[]}[] = [];
 
   constructor(sequences: LlamaContextSequence[], private readonly queue: RegionQueue, private readonly opts: PoolOptions) {
@@ -139,14 +131,19 @@ export class RegionPool {
   continuesSeal(id: number, prompt: readonly number[]): boolean {
     const seal = this.regions[id]!.seal;
     if (!seal) return false;
-    let common = 0;
-    const held = seal.tokens;
-    while (common < held.length && common < prompt.length && held[common] === prompt[common]) common++;
-    return common > seal.promptLength;
+    return commonPrefix(seal.tokens, prompt) > seal.promptLength;
   }
 
-  isSealing(id: number): boolean {
-    return this.regions[id]!.seal !== null;
+  /**
+   * The region a new request runs on, among the free ones: the one sealing a reply this prompt continues,
+   * else pickTarget's choice among regions not sealing (a seal in progress is left to finish when it can).
+   */
+  chooseTarget(free: readonly number[], prompt: readonly number[], plan: readonly number[]): number {
+    const continued = free.find((i) => this.continuesSeal(i, prompt));
+    if (continued !== undefined) return continued;
+    const busy = this.regions.map((r) => r.id).filter((i) => this.queue.isBusy(i));
+    const settled = free.filter((i) => this.regions[i]!.seal === null);
+    return pickTarget(settled.length > 0 ? settled : free, busy, this.regions.map((r) => r.memory), prompt, plan, this.opts.cacheOn);
   }
 
   /**
@@ -182,7 +179,7 @@ export class RegionPool {
       promptLength};
     const shouldStop = () => aborted || (!seal.keep && this.queue.queued > 0);
     const work = this.prep.run(async () => {
-      // Started under the mutex so no placement runs halfway through; the evaluation itself runs outside it.
+      // Started in the serial queue so no placement runs halfway through; the evaluation itself runs outside it.
       if (r.seal || (!seal.keep && this.queue.isBusy(id))) return false;
       r.seal = seal;
       return true;
