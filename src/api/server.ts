@@ -31,9 +31,30 @@ function parseJsonBody(_req: FastifyRequest, body: Buffer, done: (err: Error | n
   }
 }
 
+/** A route family's own error body (the Messages-style route answers in Anthropic's shape). */
+export type ErrorShape = (err: ApiError) => unknown;
+
+const errorShapes = new WeakMap<FastifyInstance, {prefix: string; shape: ErrorShape}[]>();
+
+/**
+ * Errors on paths under `prefix` (query string ignored) use `shape` instead of the OpenAI shape; this
+ * covers what fails before a handler runs too (401, unparsable JSON, 413).
+ */
+export function registerErrorShape(app: FastifyInstance, prefix: string, shape: ErrorShape): void {
+  const list = errorShapes.get(app) ?? [];
+  list.push({prefix, shape});
+  errorShapes.set(app, list);
+}
+
+export function errorBodyFor(app: FastifyInstance, url: string, err: ApiError): unknown {
+  const path = url.split("?")[0]!;
+  const hit = errorShapes.get(app)?.find((s) => path === s.prefix || path.startsWith(`${s.prefix}/`));
+  return hit ? hit.shape(err) : openAiErrorBody(err);
+}
+
 export function sendError(reply: FastifyReply, err: ApiError): void {
   if (reply.sent || reply.raw.headersSent) return;
-  reply.status(err.status).headers(err.headers).send(openAiErrorBody(err));
+  reply.status(err.status).headers(err.headers).send(errorBodyFor(reply.server, reply.request.url, err));
 }
 
 export function buildServer(opts: ServerOptions): FastifyInstance {

@@ -72,6 +72,11 @@ export interface GenerationRequest {
   grammar: {gbnf: string; key: string} | null;
   /** The schema's root is an object (only then may a tool call or a preamble come first). */
   grammarRootObject?: boolean;
+  /**
+   * Thinking tokens allowed before the pipeline closes the reasoning block itself (the Messages-style
+   * route's `thinking.budget_tokens`); null or absent = no limit beyond max_tokens.
+   */
+  reasoningBudget?: number | null;
   /** Tools offered on this request; null = none. */
   tools?: ToolsRequest | null;
   /** Named sessions (SVC_FORK=1): start from a kept state, keep the end state under a name. */
