@@ -5,6 +5,8 @@ import {join} from "node:path";
 import type {FastifyInstance} from "fastify";
 import {registerChatRoutes} from "./api/dialects/chat/routes.ts";
 import {registerCompletionsRoutes} from "./api/dialects/completions/routes.ts";
+import {registerMessagesRoutes} from "./api/dialects/messages/routes.ts";
+import {registerResponsesRoutes} from "./api/dialects/responses/routes.ts";
 import type {ServerDeps} from "./api/deps.ts";
 import {registerStateRoutes} from "./api/ops/state-routes.ts";
 import {registerMetricsRoute} from "./api/ops/metrics-routes.ts";
@@ -99,6 +101,8 @@ export async function createApp(config: Config, logger: Logger): Promise<App> {
   const server = buildServer({bodyLimitBytes: Math.floor(config.bodyLimitMb * 1024 * 1024), apiKey: config.apiKey, logger});
   registerChatRoutes(server, deps);
   registerCompletionsRoutes(server, deps);
+  registerResponsesRoutes(server, deps);
+  registerMessagesRoutes(server, deps);
   registerStateRoutes(server, deps);
   registerTokenizeRoutes(server, deps);
   registerHandleRoutes(server, handles);
