@@ -65,13 +65,15 @@ export function planReply(req: GenerationRequest, ctx: PlanContext): ReplyPlan {
 
   const base = {parser, stopAfterFirstCall: callsOffered && !tools!.parallel, dropCalls: tools !== null && choice === "none"};
   const bindsFromStart = answer.kind === "call" || (answer.kind === "schema" && answer.escape === null);
+  // A thinking budget needs the steering to watch the block and close it.
+  const budget = thinking && req.reasoningBudget != null ? req.reasoningBudget : null;
   // One grammar from the first token is enough when nothing comes before the answer and no call follows.
   if (!thinking && answer.kind === "schema" && answer.escape === null) return {...base, grammar: answer.grammar, steering: null};
-  if (answer.kind === "free" && !calls) return {...base, grammar: null, steering: null};
+  if (answer.kind === "free" && !calls && budget === null) return {...base, grammar: null, steering: null};
   const mode = !thinking ? "none" : inside ? "inside" : bindsFromStart ? "force-open" : "may-open";
   return {
     ...base,
     grammar: null,
-    steering: {reasoning: {mode, open: THINK_OPEN, close: THINK_CLOSE}, answer, calls, parallel: tools?.parallel ?? true},
+    steering: {reasoning: {mode, open: THINK_OPEN, close: THINK_CLOSE, budget}, answer, calls, parallel: tools?.parallel ?? true},
   };
 }

@@ -18,7 +18,9 @@ export interface SteeringPlan {
   /** "inside": the prompt opened the reasoning block; "force-open": the reply must start by opening it
    * (thinking is on and the answer is bound from its first token); "may-open": the model may open it first
    * (the answer starts free); "none": no block to wait for. */
-  reasoning: {mode: "inside" | "force-open" | "may-open" | "none"; open: string; close: string};
+  reasoning: {mode: "inside" | "force-open" | "may-open" | "none"; open: string; close: string;
+    /** Tokens the block may take (the request's thinking budget); the steering closes it then. Absent: no limit. */
+    budget?: number | null};
   answer:
     /** The answer is this JSON schema; with `escape`, a free preamble (capped) may come first, then the
      * schema binds from the first `{` (or when the cap is reached); a tool call may open in the preamble. */
@@ -59,6 +61,10 @@ export class ReplySteering implements DecodeSteering {
   /** Tokens seen so far (the budget left after thinking sets the preamble's cap). */
   private seen = 0;
   private preambleCap = 0;
+  /** Tokens written inside the reasoning block, once it is open (the thinking budget counts these). */
+  reasoningTokens = 0;
+  /** The steering closed the block because the thinking budget ran out. */
+  budgetClosed = false;
 
   constructor(private readonly plan: SteeringPlan, private readonly text: SteeringText) {
     if (plan.reasoning.mode === "inside") {
@@ -104,7 +110,19 @@ export class ReplySteering implements DecodeSteering {
 
   onToken(token: number): SteerAction | null {
     this.seen++;
-    return this.onToken0(this.text.push(token));
+    const piece = this.text.push(token);
+    const st = this.state;
+    if (st.kind !== "thinking") return this.onToken0(piece);
+    // The opener itself (when the reply writes it) is not thinking; everything after it is.
+    if (this.plan.reasoning.mode === "inside" || st.text.length >= this.plan.reasoning.open.length) this.reasoningTokens++;
+    const action = this.onToken0(piece);
+    const budget = this.plan.reasoning.budget;
+    if (this.state.kind !== "thinking" || budget === undefined || budget === null || this.reasoningTokens < budget) return action;
+    // Out of budget: this token is replaced by the closing marker, and the answer starts as if the model
+    // had closed the block itself.
+    this.budgetClosed = true;
+    const grammar = this.answerBinding();
+    return {replaceWith: this.text.tokenize(this.plan.reasoning.close), bind: {grammar}};
   }
 
   /** Steps the state with a piece of text (a token's, or text carried over from a state just left). */

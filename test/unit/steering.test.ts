@@ -83,3 +83,30 @@ describe("tools under an object schema (SVC_SCHEMA_ESCAPE on)", () => {
     assert.equal(steering.jsonStarted, false);
   });
 });
+
+describe("thinking budget", () => {
+  const budgeted = (mode: SteeringPlan["reasoning"]["mode"], budget: number): SteeringPlan =>
+    ({reasoning: {...reasoning(mode), budget}, answer: {kind: "free"}, calls: null, parallel: true});
+
+  test("inside the block: the token that reaches the budget is replaced by the closing marker; the answer is free", () => {
+    const {steering, actions, placed} = steer(budgeted("inside", 3), ["a", " b", " c", " d"]);
+    assert.deepEqual(actions.slice(0, 2), [null, null]);
+    assert.deepEqual(actions[2], {replaceWith: [1001], bind: {grammar: null}});
+    assert.deepEqual(placed, ["</think>"]);
+    assert.equal(steering.budgetClosed, true);
+    assert.equal(steering.reasoningTokens, 3);
+    assert.equal(actions[3], null, "after the block the answer is not steered");
+  });
+
+  test("the opener written by the reply does not count; a block closed within budget is left alone", () => {
+    const {steering, actions} = steer(budgeted("may-open", 3), ["<think>", "x", " y", "</think>", "ok"]);
+    assert.ok(actions.every((a) => a === null || a.replaceWith === undefined), JSON.stringify(actions));
+    assert.equal(steering.budgetClosed, false);
+    assert.equal(steering.reasoningTokens, 3, "x, y and the closing token");
+  });
+
+  test("under a schema the JSON grammar binds right after the forced close", () => {
+    const {actions} = steer({reasoning: {...reasoning("inside"), budget: 2}, answer: schemaAnswer(null), calls: null, parallel: true}, ["a", "b"]);
+    assert.deepEqual(actions[1], {replaceWith: [1001], bind: {grammar: SCHEMA}});
+  });
+});
