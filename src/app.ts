@@ -16,6 +16,7 @@ import {createMetrics} from "./observability/metrics.ts";
 import {ServerStats} from "./observability/server-stats.ts";
 import {HandleRegistry} from "./sessions/handles.ts";
 import {SessionService} from "./sessions/session-service.ts";
+import {CodingAgentMap} from "./sessions/coding-agent.ts";
 import {stateIdentity} from "./engine/llama/state-identity.ts";
 import {registerTokenizeRoutes} from "./api/ops/tokenize-routes.ts";
 import {buildServer} from "./api/server.ts";
@@ -76,6 +77,7 @@ export async function createApp(config: Config, logger: Logger): Promise<App> {
     logger.warn("SVC_CTX_SIZE is above the model's training context; using the training context", {asked: config.ctxSize, using: engine.info.contextSize});
   }
   const template = loadTemplate(engine, logger);
+  if (config.forkMap && !config.fork) logger.warn("SVC_FORK_MAP has no effect without SVC_FORK=1 (sessions are off)");
   const handles = config.fork
     ? await HandleRegistry.open({dir: config.cacheDir ? join(config.cacheDir, "handles") : null, maxHandles: config.forkHandles, ttlS: config.forkTtl,
       identity, logger})
@@ -95,6 +97,7 @@ export async function createApp(config: Config, logger: Logger): Promise<App> {
     template,
     model: {id: config.modelId, path: resolved.path, sha256: resolved.sha256, source: resolved.source},
     logger,
+    agentMap: handles && config.forkMap === "coding-agent" ? new CodingAgentMap(handles) : null,
     version: VERSION,
     startedAt: new Date(),
   };

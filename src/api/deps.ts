@@ -8,6 +8,7 @@ import type {Counters} from "../observability/counters.ts";
 import type {ServerStats} from "../observability/server-stats.ts";
 import type {GenerationPipeline} from "../pipeline/generate.ts";
 import type {ChatTemplate} from "../templates/chat-template.ts";
+import type {CodingAgentMap} from "../sessions/coding-agent.ts";
 
 export interface ModelIdentity {
   id: string;
@@ -28,6 +29,8 @@ export interface ServerDeps {
   template: ChatTemplate | null;
   model: ModelIdentity;
   logger: Logger;
+  /** SVC_FORK_MAP=coding-agent (with SVC_FORK=1): server-named sessions per coding-agent thread; else null. */
+  agentMap: CodingAgentMap | null;
   version: string;
   startedAt: Date;
 }

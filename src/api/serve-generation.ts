@@ -10,6 +10,8 @@ import {logRequest} from "../observability/request-log.ts";
 import type {ServerDeps} from "./deps.ts";
 import {toApiError} from "./error-body.ts";
 import {readSessionHeaders} from "./fields/session-headers.ts";
+import {presentedKeys} from "./auth.ts";
+import {threadOpening, type AgentThreadSignal} from "../sessions/coding-agent.ts";
 import {sendError} from "./server.ts";
 import {SseStream} from "./sse.ts";
 
@@ -38,6 +40,8 @@ export interface ServeOptions<Body> {
   genRequest: GenerationRequest;
   /** The route honours X-Svc-Keep / X-Svc-From (with SVC_FORK=1). */
   sessions?: boolean;
+  /** What the request says about its coding-agent thread (SVC_FORK_MAP=coding-agent names the session from it). */
+  agentThread?: () => AgentThreadSignal;
   /** Folds the events of a non-streamed request into its body. */
   collect(events: GenerationEvent[]): Body;
   encoder: () => StreamEncoder;
@@ -55,6 +59,11 @@ export async function serveGeneration<Body>(deps: ServerDeps, req: FastifyReques
     if (opts.sessions && deps.config.fork) {
       const names = readSessionHeaders(req.headers);
       if (names.keep || names.from) genRequest.session = names;
+      else if (deps.agentMap && opts.agentThread) {
+        // Headers the client set win; otherwise the server names the thread itself.
+        const keys = presentedKeys(req.headers);
+        genRequest.session = deps.agentMap.names(opts.agentThread(), threadOpening(genRequest.prompt), keys[0] ?? null);
+      }
     }
     try {
       run = await deps.pipeline.start(genRequest);

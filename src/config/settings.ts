@@ -136,7 +136,7 @@ export const SETTINGS = {
   forkTtl: s({name: "SVC_FORK_TTL_S", shown: "`600`", fallback: () => 600, parse: num(1, 31_536_000), rule: "must be a number of seconds from 1 to 31536000",
     doc: "Unused session names are released after this many seconds."}),
   forkMap: s<"coding-agent" | undefined>({name: "SVC_FORK_MAP", shown: "unset", fallback: () => undefined, parse: oneOf("coding-agent"),
-    rule: "must be coding-agent", doc: "Server-named sessions per conversation thread of a coding agent.", pending: "issue 6"}),
+    rule: "must be coding-agent", doc: "With `SVC_FORK=1`: the server names a session per coding-agent thread (Claude Code on `/v1/messages`, Codex on `/v1/responses`) and resumes each thread from its own state."}),
   grammar: s({name: "SVC_GRAMMAR", shown: "`1`", fallback: () => true, parse: flag(), rule: FLAG_RULE,
     doc: "JSON-schema enforcement during decoding (`response_format`); 0 refuses schema requests with 400."}),
   schemaEscape: s({name: "SVC_SCHEMA_ESCAPE", shown: "`on`", fallback: () => true, parse: flag(), rule: FLAG_RULE,
