@@ -277,7 +277,7 @@ describe("settings table", () => {
   test("port row and a pending row are rendered exactly", () => {
     const lines = settingsTableMarkdown().split("\n");
     assert.ok(lines.includes("| `SVC_PORT` | `8731` | Port to listen on (0 picks a free port and logs it). |"));
-    assert.ok(lines.includes("| `SVC_FORK_MAP` | unset | Server-named sessions per conversation thread of a coding agent. *Read and validated now; takes effect with issue 6.* |"));
+    assert.ok(lines.includes("| `SVC_NPU_QUEUE` | `64` | Side-model passes that may wait on the executor. *Read and validated now; takes effect with issue 7.* |"));
   });
   test("setting names are unique and all start with SVC_", () => {
     const names = Object.values(SETTINGS).map((s) => s.name);
