@@ -32,6 +32,8 @@ export interface StreamEncoder {
   /** The frame after the last event, e.g. chat's `[DONE]`. */
   terminator?: string;
   errorFrame(err: ApiError): unknown;
+  /** Several frames for a failure, when the dialect sends more than one (Responses: `error`, then `response.failed`). */
+  errorFrames?(err: ApiError): {data: unknown; event?: string}[];
 }
 
 export interface ServeOptions<Body> {
@@ -103,7 +105,7 @@ export async function serveGeneration<Body>(deps: ServerDeps, req: FastifyReques
       error = apiErr.message;
       if (apiErr.kind !== "client_closed") {
         if (apiErr.status >= 500) deps.logger.error("stream failed", {id: genRequest.requestId, error: (err as Error)?.stack ?? String(err)});
-        sse.send(enc.errorFrame(apiErr));
+        for (const f of enc.errorFrames?.(apiErr) ?? [{data: enc.errorFrame(apiErr)}]) sse.send(f.data, f.event);
       }
     } finally {
       sse.end();

@@ -18,6 +18,11 @@ export const SUPPORTED_FIELDS = {
   completions: ["prompt", "model", ...BUDGET_ALIASES, "temperature", "top_p", "top_k", "min_p", "presence_penalty", "frequency_penalty",
     "repeat_penalty", "repeat_last_n", "seed", "stop", "stop_token_ids", "stream", "stream_options.include_usage", "return_progress", "n (1)",
     "logprobs (0 to 20 alternatives)"],
+  responses: ["input (string | message, function_call, function_call_output, reasoning items)", "instructions", "model", ...BUDGET_ALIASES,
+    "temperature", "top_p", "top_k", "min_p", "presence_penalty", "frequency_penalty", "repeat_penalty", "repeat_last_n", "seed", "stream",
+    "tools (function, namespace)", "tool_choice (auto, none, required, function, allowed_tools)", "parallel_tool_calls",
+    "text.format (json_schema, json_object, text)", "reasoning.effort (none turns thinking off)", "reasoning.summary",
+    "previous_response_id (history in input)"],
 };
 
 export function registerStateRoutes(app: FastifyInstance, deps: ServerDeps): void {
@@ -40,7 +45,7 @@ export function registerStateRoutes(app: FastifyInstance, deps: ServerDeps): voi
         threads: engine.info.threads,
       },
       supported_fields: SUPPORTED_FIELDS,
-      routes: ["POST /v1/chat/completions", "POST /v1/completions", "GET /v1/models", "GET /health", "GET /props", "GET /slots",
+      routes: ["POST /v1/chat/completions", "POST /v1/completions", "POST /v1/responses", "POST /v1/responses/input_tokens", "GET /v1/models", "GET /health", "GET /props", "GET /slots",
         "GET /cache", "GET /metrics", "POST /tokenize", "POST /detokenize", "GET /svc/handles", "DELETE /svc/handles/{name}"],
       prompt_cache: {
         enabled: config.promptCache,

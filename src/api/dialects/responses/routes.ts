@@ -1,6 +1,53 @@
-// POST /v1/responses (Responses-style route). Being built (issue 6).
+// POST /v1/responses (also without the /v1 prefix), the Responses-style route; its input-token count;
+// and the stored-response routes, which answer 404 because there is no response store.
 
-import type {FastifyInstance} from "fastify";
+import type {FastifyInstance, FastifyReply, FastifyRequest} from "fastify";
+import {ApiError} from "../../../core/errors.ts";
 import type {ServerDeps} from "../../deps.ts";
+import {hangUpSignal, serveGeneration} from "../../serve-generation.ts";
+import {decodeResponses, type ResponsesDecodeContext} from "./decode.ts";
+import {responsesBody, responsesStreamEncoder} from "./encode.ts";
+import {newId, responseShell} from "./response-object.ts";
 
-export function registerResponsesRoutes(_app: FastifyInstance, _deps: ServerDeps): void {}
+export function registerResponsesRoutes(app: FastifyInstance, deps: ServerDeps): void {
+  const context = (requestId: string, signal: AbortSignal): ResponsesDecodeContext => ({requestId, signal, maxTokensCap: deps.config.maxTokensCap,
+    schemas: deps.schemas, grammarEnabled: deps.config.grammar, strictTools: deps.config.strictTools, logger: deps.logger, counters: deps.counters});
+
+  const create = async (req: FastifyRequest, reply: FastifyReply) => {
+    const id = newId("resp");
+    const abort = hangUpSignal(req, reply);
+    const decoded = decodeResponses(req.body, context(id, abort.signal));
+    const shell = responseShell({id, createdAt: Math.floor(Date.now() / 1000), model: deps.model.id}, decoded);
+    const opts = {summary: decoded.summary, namespaces: decoded.namespaces};
+    await serveGeneration(deps, req, reply, {
+      route: "responses",
+      stream: decoded.stream,
+      sessions: true,
+      genRequest: decoded.request,
+      collect: (events) => responsesBody(shell, events, opts),
+      encoder: () => responsesStreamEncoder(shell, opts),
+    });
+  };
+
+  // The SDK's client.responses.inputTokens.count: the prompt this body would make, counted, not run.
+  const countInputTokens = async (req: FastifyRequest) => {
+    const decoded = decodeResponses(req.body, context(newId("count"), new AbortController().signal));
+    return {object: "response.input_tokens", input_tokens: deps.pipeline.countPromptTokens(decoded.request)};
+  };
+
+  const noStore = (what: string) => async (req: FastifyRequest) => {
+    const {id} = req.params as {id: string};
+    throw new ApiError("not_found",
+      `response ${id} cannot be ${what}: there is no response store on this server, responses are not kept after they are sent; send the whole conversation in input on every request`,
+      {param: "response_id"});
+  };
+
+  for (const prefix of ["/v1", ""]) {
+    app.post(`${prefix}/responses`, create);
+    app.post(`${prefix}/responses/input_tokens`, countInputTokens);
+    app.get(`${prefix}/responses/:id`, noStore("retrieved"));
+    app.delete(`${prefix}/responses/:id`, noStore("deleted"));
+    app.post(`${prefix}/responses/:id/cancel`, noStore("cancelled"));
+    app.get(`${prefix}/responses/:id/input_items`, noStore("listed (its input items)"));
+  }
+}

@@ -1,0 +1,110 @@
+// Responses-style body → GenerationRequest. Every refusal of a Responses request is raised here (or in
+// input.ts / tools.ts, which this calls).
+
+import {invalidField} from "../../../core/errors.ts";
+import type {GenerationRequest} from "../../../core/generation.ts";
+import type {SchemaCache} from "../../../grammar/index.ts";
+import type {Counters} from "../../../observability/counters.ts";
+import type {Logger} from "../../../observability/log.ts";
+import {decodeSampling, resolveBudget} from "../../fields/common.ts";
+import {compileFormat, type FormatAsk} from "../../fields/response-format.ts";
+import {decodeTools} from "../../fields/tools.ts";
+import {parseBody} from "../../fields/validate.ts";
+import {convertInput} from "./input.ts";
+import {responsesRequestSchema, type ResponsesRequestBody} from "./schema.ts";
+import {responsesTools, templateToolEntries} from "./tools.ts";
+
+export interface ResponsesDecodeContext {
+  requestId: string;
+  signal: AbortSignal;
+  maxTokensCap: number;
+  /** Compiled schemas (shared cache) and SVC_GRAMMAR. */
+  schemas: SchemaCache;
+  grammarEnabled: boolean;
+  /** SVC_STRICT_TOOLS */
+  strictTools: boolean;
+  logger: Logger;
+  counters: Counters;
+}
+
+export interface DecodedResponses {
+  body: ResponsesRequestBody;
+  request: GenerationRequest;
+  stream: boolean;
+  /** The request set reasoning.summary: reasoning is also sent as summary text. */
+  summary: boolean;
+  /** Function name → namespace, for the namespaced tools the request offered. */
+  namespaces: Map<string, string>;
+}
+
+const NO_STORE = "there is no response store on this server, so earlier responses cannot be looked up; send the whole conversation in input on every request";
+
+function formatAsk(body: ResponsesRequestBody): {ask: FormatAsk; field: string} {
+  const f = body.text?.format;
+  if (!f || f.type === "text") return {ask: {kind: "text"}, field: "text.format"};
+  if (f.type === "json_object") return {ask: {kind: "json_object"}, field: "text.format"};
+  return {ask: {kind: "json_schema", schema: f.schema}, field: "text.format.schema"};
+}
+
+export function decodeResponses(raw: unknown, ctx: ResponsesDecodeContext): DecodedResponses {
+  const body = parseBody(responsesRequestSchema, raw);
+  // Fields that only make sense against stored server state are refused rather than silently ignored.
+  if (body.background) throw invalidField("background", `background responses need a response store; ${NO_STORE}`);
+  if (body.conversation !== undefined && body.conversation !== null) throw invalidField("conversation", NO_STORE);
+  if (body.prompt !== undefined && body.prompt !== null) throw invalidField("prompt", "stored prompt templates are not available on this server; send instructions and input instead");
+  if (body.top_logprobs) throw invalidField("top_logprobs", "logprobs are not available on this route; use /v1/chat/completions with logprobs");
+
+  const {messages, hasHistory} = convertInput(body.input, body.instructions);
+  if (body.previous_response_id && !hasHistory) {
+    throw invalidField("previous_response_id", `${NO_STORE} (input has no earlier assistant turn)`);
+  }
+
+  const stream = body.stream ?? false;
+  const maxTokens = resolveBudget(body, ctx.maxTokensCap, "refuse");
+  const sampling = decodeSampling(body);
+  const {ask, field} = formatAsk(body);
+  const grammar = compileFormat(ask, {schemas: ctx.schemas, enabled: ctx.grammarEnabled, field});
+
+  const rt = responsesTools(body.tools, body.tool_choice, {logger: ctx.logger, requestId: ctx.requestId});
+  const tools = decodeTools(rt.inputs, rt.choice, body.parallel_tool_calls, {choice: "tool_choice", parallel: "parallel_tool_calls"}, {
+    strictEnabled: ctx.strictTools,
+    requestReasons: [],
+    logger: ctx.logger,
+    counters: ctx.counters,
+    requestId: ctx.requestId,
+  });
+
+  // reasoning.effort "none" turns thinking off, like chat's reasoning_effort; other efforts keep the
+  // template's default (a local model has no effort levels).
+  const enableThinking = body.reasoning?.effort === "none" ? false : undefined;
+
+  // A final assistant message is continued, not answered: the way to branch from inside a reply (see the
+  // spec's Sessions section). An assistant turn that ended in calls is answered with a new turn.
+  const last = messages[messages.length - 1]!;
+  const continueFinal = last.role === "assistant" && !last.tool_calls?.length && last.content !== "";
+
+  const request: GenerationRequest = {
+    requestId: ctx.requestId,
+    prompt: {
+      kind: "chat",
+      messages,
+      addGenerationPrompt: !continueFinal,
+      continueFinalMessage: continueFinal,
+      enableThinking,
+      // tool_choice "none": the model is not told about the tools (and a call it writes anyway is dropped).
+      tools: tools && tools.choice.kind !== "none" ? templateToolEntries(tools.tools) : undefined,
+    },
+    maxTokens,
+    sampling,
+    stop: [],
+    stopTokenIds: [],
+    wantProgress: false,
+    logprobs: null,
+    grammar: grammar && {gbnf: grammar.gbnf, key: grammar.key},
+    grammarRootObject: grammar?.rootObject ?? false,
+    tools,
+    signal: ctx.signal,
+  };
+  const summary = (body.reasoning?.summary ?? body.reasoning?.generate_summary ?? null) !== null;
+  return {body, request, stream, summary, namespaces: rt.namespaces};
+}
