@@ -1,6 +1,52 @@
-// POST /v1/messages and /v1/messages/count_tokens (Messages-style route). Being built (issue 6).
+// POST /v1/messages and /v1/messages/count_tokens, the Messages-style route (also without the /v1 prefix,
+// as clients whose base URL already ends in /v1 call it). Fastify matches the path, so Claude Code's
+// `/v1/messages?beta=true` lands here too. Every error under these paths, including the auth hook's 401
+// and unparsable JSON, answers in Anthropic's shape.
 
-import type {FastifyInstance} from "fastify";
+import {randomBytes} from "node:crypto";
+import type {FastifyInstance, FastifyReply, FastifyRequest} from "fastify";
 import type {ServerDeps} from "../../deps.ts";
+import {hangUpSignal, serveGeneration} from "../../serve-generation.ts";
+import {registerErrorShape} from "../../server.ts";
+import {decodeMessages, LogOnce, type MessagesDecodeContext} from "./decode.ts";
+import {messageBody, messageStreamEncoder} from "./encode.ts";
+import {anthropicErrorBody} from "./errors.ts";
 
-export function registerMessagesRoutes(_app: FastifyInstance, _deps: ServerDeps): void {}
+export function registerMessagesRoutes(app: FastifyInstance, deps: ServerDeps): void {
+  // One per server (so once per process): what the log has already been told.
+  const notes = new LogOnce(deps.logger);
+  const context = (req: FastifyRequest, requestId: string, signal: AbortSignal): MessagesDecodeContext => ({requestId, signal,
+    maxTokensCap: deps.config.maxTokensCap, schemas: deps.schemas, grammarEnabled: deps.config.grammar, strictTools: deps.config.strictTools,
+    logger: deps.logger, counters: deps.counters, headers: req.headers, notes});
+
+  const create = async (req: FastifyRequest, reply: FastifyReply) => {
+    const id = `msg_${randomBytes(12).toString("hex")}`;
+    // Anthropic's SDK reports this header as the request id; it is the id on the server's log line too.
+    reply.header("request-id", id);
+    const abort = hangUpSignal(req, reply);
+    const decoded = decodeMessages(req.body, context(req, id, abort.signal), "create");
+    const who = {id, model: deps.model.id, stopSequences: decoded.stopSequences, thinkingDisplay: decoded.thinkingDisplay};
+    await serveGeneration(deps, req, reply, {
+      route: "messages",
+      stream: decoded.stream,
+      sessions: true,
+      genRequest: decoded.request,
+      collect: (events) => messageBody(who, events),
+      // message_start carries the prompt's length; the encoder is made once the request has started, so
+      // this rendering (the same one that just succeeded) cannot fail.
+      encoder: () => messageStreamEncoder(who, deps.pipeline.countPromptTokens(decoded.request)),
+    });
+  };
+
+  // The SDK's messages.countTokens: the prompt this body would make, rendered as generation renders it, not run.
+  const countTokens = async (req: FastifyRequest) => {
+    const decoded = decodeMessages(req.body, context(req, `count_${randomBytes(8).toString("hex")}`, new AbortController().signal), "count");
+    return {input_tokens: deps.pipeline.countPromptTokens(decoded.request)};
+  };
+
+  for (const prefix of ["/v1", ""]) {
+    registerErrorShape(app, `${prefix}/messages`, anthropicErrorBody);
+    app.post(`${prefix}/messages`, create);
+    app.post(`${prefix}/messages/count_tokens`, countTokens);
+  }
+}
