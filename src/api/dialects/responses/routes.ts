@@ -5,6 +5,7 @@ import type {FastifyInstance, FastifyReply, FastifyRequest} from "fastify";
 import {ApiError} from "../../../core/errors.ts";
 import type {ServerDeps} from "../../deps.ts";
 import {hangUpSignal, serveGeneration} from "../../serve-generation.ts";
+import {codexThread} from "./agent-thread.ts";
 import {decodeResponses, type ResponsesDecodeContext} from "./decode.ts";
 import {responsesBody, responsesStreamEncoder} from "./encode.ts";
 import {newId, responseShell} from "./response-object.ts";
@@ -23,6 +24,7 @@ export function registerResponsesRoutes(app: FastifyInstance, deps: ServerDeps):
       route: "responses",
       stream: decoded.stream,
       sessions: true,
+      agentThread: () => codexThread(req.headers, req.body),
       genRequest: decoded.request,
       collect: (events) => responsesBody(shell, events, opts),
       encoder: () => responsesStreamEncoder(shell, opts),
