@@ -46,7 +46,8 @@ export interface ServeOptions<Body> {
   agentThread?: () => AgentThreadSignal;
   /** Folds the events of a non-streamed request into its body. */
   collect(events: GenerationEvent[]): Body;
-  encoder: () => StreamEncoder;
+  /** The stream's encoder, made once the request has its region: how long the prompt is and how much the cache served. */
+  encoder: (start: {promptTokens: number; cachedTokens: number}) => StreamEncoder;
 }
 
 export async function serveGeneration<Body>(deps: ServerDeps, req: FastifyRequest, reply: FastifyReply, opts: ServeOptions<Body>): Promise<void> {
@@ -92,7 +93,7 @@ export async function serveGeneration<Body>(deps: ServerDeps, req: FastifyReques
     // Headers set on the reply object do not reach a hijacked response by themselves.
     for (const [k, v] of Object.entries(reply.getHeaders())) if (v !== undefined) reply.raw.setHeader(k, v as string);
     const sse = new SseStream(reply.raw, deps.config.keepalive * 1000);
-    const enc = opts.encoder();
+    const enc = opts.encoder({promptTokens: run.promptTokens.length, cachedTokens: run.startInfo.reused});
     try {
       for await (const ev of run) {
         if (ev.type === "done") timings = ev.timings;

@@ -9,6 +9,8 @@ import {tmpdir} from "node:os";
 import {join} from "node:path";
 import {after, describe, test} from "node:test";
 import {codexThread} from "../../src/api/dialects/responses/agent-thread.ts";
+import {claudeCodeThread} from "../../src/api/dialects/messages/agent-thread.ts";
+import {systemText} from "../../src/api/dialects/messages/content.ts";
 import {createMemoryLogger} from "../../src/observability/log.ts";
 import {CodingAgentMap} from "../../src/sessions/coding-agent.ts";
 import {HandleRegistry} from "../../src/sessions/handles.ts";
@@ -68,5 +70,55 @@ describe("Codex", () => {
     assert.deepEqual(name("main-turn-3"), {keep: t1.keep, from: t1.keep});
     const c = name("compaction")!;
     assert.equal(c.keep, null);
+  });
+});
+
+describe("Claude Code", () => {
+  const signal = (name: string) => {
+    const f = fixture(`claude-code/${name}`);
+    return claudeCodeThread(f.headers, f.body);
+  };
+
+  test("session from X-Claude-Code-Session-Id; the main thread has no agent id, a subagent keeps its own", () => {
+    assert.deepEqual(signal("main-turn-1"), {session: "c4816e1f-6cfd-49f9-9d3f-75530580b8cc", thread: "main", side: false});
+    assert.deepEqual(signal("main-turn-2"), signal("main-turn-1"));
+    assert.deepEqual(signal("subagent-1"), {session: "c4816e1f-6cfd-49f9-9d3f-75530580b8cc", thread: "ad019a8b985a1a26f", side: false});
+    assert.notEqual(signal("fork-A-1").thread, signal("fork-B-1").thread, "two forks are two threads");
+  });
+
+  test("the session title and a compaction are side requests; the turn after a compaction is not", () => {
+    assert.equal(signal("side-title").side, true);
+    assert.equal(signal("compaction").side, true);
+    assert.equal(signal("after-compaction").side, false);
+    assert.equal(signal("interactive-main-turn-1").side, false);
+  });
+
+  test("without the header the session comes from metadata.user_id (JSON, or the older _session_ form); a quota probe is a side request", () => {
+    const tools = [{name: "t", input_schema: {type: "object"}}];
+    assert.deepEqual(claudeCodeThread({}, {tools, metadata: {user_id: JSON.stringify({device_id: "d", account_uuid: "", session_id: "s-9"})}}),
+      {session: "s-9", thread: "main", side: false});
+    assert.equal(claudeCodeThread({}, {tools, metadata: {user_id: "user_abc_account__session_1234abcd-aaaa"}}).session, "1234abcd-aaaa");
+    assert.equal(claudeCodeThread({"x-claude-code-session-id": "s"}, {tools, max_tokens: 1}).side, true);
+    assert.deepEqual(claudeCodeThread({}, {tools}), {session: null, thread: null, side: false}, "not Claude Code: no mapping");
+  });
+
+  test("the billing line that opens Claude Code's system prompt is dropped, so threads share the system prompt", () => {
+    const system = (name: string) => systemText((fixture(`claude-code/${name}`).body as {system: {type: "text"; text: string}[]}).system)!;
+    const raw = (fixture("claude-code/main-turn-1").body as {system: {text: string}[]}).system[0]!.text;
+    assert.match(raw, /^x-anthropic-billing-header:/);
+    assert.ok(!system("main-turn-1").includes("x-anthropic-billing-header"));
+    const [main, sub] = [system("main-turn-1"), system("subagent-1")];
+    assert.equal(main.split("\n")[0], sub.split("\n")[0], "both now start with the same block");
+  });
+
+  test("names: the main thread continues itself, the subagent has its own name, the title keeps nothing", async () => {
+    const m = await map();
+    const name = (f: string) => m.names(signal(f), "", "test-key");
+    const main = name("main-turn-1")!;
+    const sub = name("subagent-1")!;
+    assert.notEqual(sub.keep, main.keep);
+    assert.equal(sub.from, main.keep);
+    assert.deepEqual(name("subagent-2"), {keep: sub.keep, from: sub.keep});
+    assert.deepEqual(name("main-turn-2"), {keep: main.keep, from: main.keep});
   });
 });

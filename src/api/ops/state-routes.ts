@@ -23,6 +23,11 @@ export const SUPPORTED_FIELDS = {
     "tools (function, namespace)", "tool_choice (auto, none, required, function, allowed_tools)", "parallel_tool_calls",
     "text.format (json_schema, json_object, text)", "reasoning.effort (none turns thinking off)", "reasoning.summary",
     "previous_response_id (history in input)"],
+  messages: ["model (not checked)", "messages (text, tool_use, tool_result, thinking via signature, redacted_thinking)", "system",
+    "max_tokens (required; above the cap runs with the cap)", "stop_sequences", "temperature", "top_p", "top_k", "min_p", "seed", "stream",
+    "thinking (enabled + budget_tokens, adaptive, disabled; display omitted)", "output_config.effort (none turns thinking off)",
+    "output_config.format (json_schema)", "tools (custom; vendor server tools dropped)", "tool_choice (auto, any, tool, none, disable_parallel_tool_use)",
+    "metadata"],
 };
 
 export function registerStateRoutes(app: FastifyInstance, deps: ServerDeps): void {
@@ -45,7 +50,8 @@ export function registerStateRoutes(app: FastifyInstance, deps: ServerDeps): voi
         threads: engine.info.threads,
       },
       supported_fields: SUPPORTED_FIELDS,
-      routes: ["POST /v1/chat/completions", "POST /v1/completions", "POST /v1/responses", "POST /v1/responses/input_tokens", "GET /v1/models", "GET /health", "GET /props", "GET /slots",
+      routes: ["POST /v1/chat/completions", "POST /v1/completions", "POST /v1/responses", "POST /v1/responses/input_tokens", "POST /v1/messages",
+        "POST /v1/messages/count_tokens", "GET /v1/models", "GET /health", "GET /props", "GET /slots",
         "GET /cache", "GET /metrics", "POST /tokenize", "POST /detokenize", "GET /svc/handles", "DELETE /svc/handles/{name}"],
       prompt_cache: {
         enabled: config.promptCache,

@@ -11,6 +11,7 @@ import {registerErrorShape} from "../../server.ts";
 import {decodeMessages, LogOnce, type MessagesDecodeContext} from "./decode.ts";
 import {messageBody, messageStreamEncoder} from "./encode.ts";
 import {anthropicErrorBody} from "./errors.ts";
+import {claudeCodeThread} from "./agent-thread.ts";
 
 export function registerMessagesRoutes(app: FastifyInstance, deps: ServerDeps): void {
   // One per server (so once per process): what the log has already been told.
@@ -32,9 +33,8 @@ export function registerMessagesRoutes(app: FastifyInstance, deps: ServerDeps): 
       sessions: true,
       genRequest: decoded.request,
       collect: (events) => messageBody(who, events),
-      // message_start carries the prompt's length; the encoder is made once the request has started, so
-      // this rendering (the same one that just succeeded) cannot fail.
-      encoder: () => messageStreamEncoder(who, deps.pipeline.countPromptTokens(decoded.request)),
+      agentThread: () => claudeCodeThread(req.headers, req.body),
+      encoder: (start) => messageStreamEncoder(who, start),
     });
   };
 
