@@ -128,8 +128,16 @@ export interface RegionLease {
    * Frees the region. Idempotent; called on finish, error and hang-up. After a finished reply the region
    * re-evaluates the reply in pieces so the next turn can reuse it exactly; with `keep`, the resulting state
    * is handed to the hook before anyone else may use the region (the returned promise settles then).
+   * `replyBoundaries`: absolute positions inside the reply where the next prompt, which sends the reply
+   * back as a message, will cut (where its reasoning, text and calls start and end); the seal cuts there
+   * too, so that prompt resumes past them.
    */
-  release(opts?: {keep?: KeepHook}): Promise<void>;
+  release(opts?: ReleaseOptions): Promise<void>;
+}
+
+export interface ReleaseOptions {
+  keep?: KeepHook;
+  replyBoundaries?: readonly number[];
 }
 
 export interface RegionState {

@@ -9,6 +9,8 @@ import type {ChatTemplate} from "../templates/chat-template.ts";
 import {randomBytes} from "node:crypto";
 import type {Logger} from "../observability/log.ts";
 import {IncrementalDetokenizer} from "./detokenizer.ts";
+import {commonPrefix} from "../engine/kv/region-memory.ts";
+import type {TemplateMessage} from "../templates/chat-template.ts";
 import {buildPrompt, type BuiltPrompt} from "./prompt.ts";
 import {genericToolsPrompt, ReplyParser, type ReplyPart} from "./reply/index.ts";
 import {planReply, toolSyntaxOf, type ReplyPlan} from "./reply-plan.ts";
@@ -59,6 +61,8 @@ export class GenerationRun implements AsyncIterable<GenerationEvent> {
     private readonly plan: ReplyPlan,
     private readonly cutPlan: readonly number[],
     private readonly ticket: SessionTicket | null,
+    /** Where the next prompt will cut inside this reply when it is sent back (see RegionLease.release). */
+    private readonly replyCuts: (reply: ReplyRecord, generated: readonly number[]) => number[] = () => [],
   ) {
     this.summary = {regionId: lease.regionId, promptTokens: promptTokens.length, finishReason: "error", stats: lease.stats};
   }
@@ -77,13 +81,16 @@ export class GenerationRun implements AsyncIterable<GenerationEvent> {
   }
 
   private released = false;
+  /** The reply as the client will send it back, and its tokens; set when the reply finished normally. */
+  private finished: {reply: ReplyRecord; generated: number[]} | null = null;
 
   private releaseLease(): void {
     if (this.released) return;
     this.released = true;
     const ticket = this.ticket;
     const keep = ticket?.keep ?? undefined;
-    void this.lease.release(keep ? {keep} : undefined).finally(() => ticket?.end());
+    const replyBoundaries = this.finished ? this.replyCuts(this.finished.reply, this.finished.generated) : [];
+    void this.lease.release({...(keep ? {keep} : {}), replyBoundaries}).finally(() => ticket?.end());
   }
 
   async *[Symbol.asyncIterator](): AsyncGenerator<GenerationEvent> {
@@ -103,6 +110,7 @@ export class GenerationRun implements AsyncIterable<GenerationEvent> {
     const reply = new ReplyShaper(this.plan, steering);
     let end: DecodeEnd | null = null;
     let stoppedBy: string | number | null = null;
+    const generated: number[] = [];
     try {
       for (;;) {
         const r = await run.next();
@@ -121,6 +129,7 @@ export class GenerationRun implements AsyncIterable<GenerationEvent> {
         if (logprobs && item.score) {
           logprobs.push({...this.alternative(item.token, item.score.logprob), top_logprobs: item.score.top.map((t) => this.alternative(t.token, t.logprob))});
         }
+        generated.push(item.token);
         const step = stops.push(detok.push(item.token));
         yield* reply.push(step.emit);
         reply.countToken();
@@ -140,6 +149,7 @@ export class GenerationRun implements AsyncIterable<GenerationEvent> {
         yield* reply.push(tail.emit + stops.flush());
       }
       yield* reply.finish();
+      this.finished = {reply: reply.record, generated};
     } finally {
       await run.return({reason: "cancelled"});
       this.releaseLease();
@@ -195,7 +205,30 @@ export class GenerationPipeline {
       ticket?.end();
       throw err;
     }
-    return new GenerationRun(this.engine, lease, req, prompt.tokens, maxTokens, plan, cutPlan, ticket);
+    return new GenerationRun(this.engine, lease, req, prompt.tokens, maxTokens, plan, cutPlan, ticket,
+      (reply, generated) => this.replyCuts(req, prompt.tokens, reply, generated));
+  }
+
+  /**
+   * Cut positions inside a finished reply, found by rendering the conversation with the reply appended as
+   * the client sends it back (reasoning, text, calls): where that rendering cuts is where the next prompt
+   * will. Only where the rendering reproduces the generated tokens; a reply of plain text needs none (its
+   * text starts where the prompt ended and ends where the reply does).
+   */
+  private replyCuts(req: GenerationRequest, promptTokens: readonly number[], reply: ReplyRecord, generated: readonly number[]): number[] {
+    const spec = req.prompt;
+    if (spec.kind !== "chat" || spec.continueFinalMessage || (reply.reasoning === "" && reply.calls.length === 0)) return [];
+    const assistant: TemplateMessage = {role: "assistant", content: reply.content};
+    if (reply.reasoning !== "") assistant.reasoning_content = reply.reasoning;
+    if (reply.calls.length > 0) assistant.tool_calls = reply.calls.map((c) => ({id: c.id, type: "function", function: {name: c.name, arguments: c.args}}));
+    let built: BuiltPrompt;
+    try {
+      built = this.prompt({...req, prompt: {...spec, messages: [...spec.messages, assistant], addGenerationPrompt: false}});
+    } catch {
+      return [];
+    }
+    const matched = commonPrefix(built.tokens, [...promptTokens, ...generated]);
+    return built.boundaries.filter((b) => b > promptTokens.length && b <= matched);
   }
 
   countPromptTokens(req: GenerationRequest): number {
@@ -238,6 +271,12 @@ function textView(detokenize: (tokens: readonly number[], context: readonly numb
   return (token) => detok.push(token);
 }
 
+export interface ReplyRecord {
+  reasoning: string;
+  content: string;
+  calls: {id: string; name: string; args: string}[];
+}
+
 /** Parsed reply parts → GenerationEvents: reasoning, content, tool calls; counts and the single-call stop. */
 class ReplyShaper {
   private readonly parser: ReplyParser;
@@ -249,6 +288,8 @@ class ReplyShaper {
   finished = false;
   /** Content is dropped until the JSON answer starts (a preamble may come first). */
   private awaitingJson: boolean;
+  /** The reply as its events give it, i.e. as a client sends it back. */
+  readonly record: ReplyRecord = {reasoning: "", content: "", calls: []};
 
   constructor(private readonly plan: ReplyPlan, private readonly steering: ReplySteering | null) {
     this.parser = new ReplyParser(plan.parser);
@@ -271,6 +312,7 @@ class ReplyShaper {
     for (const part of parts) {
       switch (part.kind) {
         case "reasoning":
+          this.record.reasoning += part.text;
           yield {type: "reasoning", text: part.text};
           break;
         case "content": {
@@ -284,6 +326,7 @@ class ReplyShaper {
             text = text.slice(brace);
             this.awaitingJson = false;
           }
+          this.record.content += text;
           yield {type: "text", text};
           break;
         }
@@ -292,11 +335,13 @@ class ReplyShaper {
           const id = `call_${randomBytes(12).toString("hex")}`;
           this.ids.set(part.index, id);
           this.calls++;
+          this.record.calls[part.index] = {id, name: part.name, args: ""};
           yield {type: "tool_call_start", index: part.index, id, name: part.name};
           break;
         }
         case "call_args":
           if (this.plan.dropCalls) break;
+          this.record.calls[part.index]!.args += part.text;
           yield {type: "tool_call_args", index: part.index, text: part.text};
           break;
         case "call_end":

@@ -49,7 +49,8 @@ export function buildPrompt(spec: PromptSpec, engine: Engine, template: ChatTemp
       const boundaries: number[] = [];
       for (const seg of rendered.segments) {
         if (seg.fromClient) boundaries.push(tokens.length);
-        if (seg.text.length > 0) tokens.push(...engine.tokenize(seg.text, {special: !seg.fromClient}));
+        if (seg.fromClient) tokens.push(...engine.tokenize(seg.text, {special: false}));
+        else if (seg.text.length > 0) tokens.push(...templateTokens(engine, seg.text, template.replyHeader, tokens.length, boundaries));
         if (seg.fromClient) boundaries.push(tokens.length);
       }
       const withStart = withBos(engine, tokens);
@@ -57,6 +58,27 @@ export function buildPrompt(spec: PromptSpec, engine: Engine, template: ChatTemp
       return {tokens: withStart, text: rendered.text, boundaries: [...new Set(boundaries.map((b) => b + shift))]};
     }
   }
+}
+
+/**
+ * Template text, tokenized whole, with a boundary right after each assistant header inside it: where an
+ * earlier reply started. That reply was sealed with a cut there (the end of its prompt), so a prompt that
+ * sends it back with reasoning or calls first (text that does not start at the header) still shares that
+ * cut and resumes past it. Only where the split does not change the tokens.
+ */
+function templateTokens(engine: Engine, text: string, header: string | null, offset: number, boundaries: number[]): number[] {
+  const whole = engine.tokenize(text, {special: true});
+  if (!header) return whole;
+  for (let at = text.indexOf(header); at >= 0; at = text.indexOf(header, at + 1)) {
+    const end = at + header.length;
+    if (end >= text.length) break;
+    const head = engine.tokenize(text.slice(0, end), {special: true});
+    const tail = engine.tokenize(text.slice(end), {special: true});
+    if (head.length + tail.length === whole.length && head.every((t, i) => whole[i] === t) && tail.every((t, i) => whole[head.length + i] === t)) {
+      boundaries.push(offset + head.length);
+    }
+  }
+  return whole;
 }
 
 function withBos(engine: Engine, tokens: number[]): number[] {

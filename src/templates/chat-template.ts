@@ -87,7 +87,26 @@ export class ChatTemplate {
       opts.eosToken, opts.origin);
     if (source.includes("tool_calls")) template.argsAsObject = template.probeArgumentsAsObject();
     template.checkResult = template.selfCheck();
+    template.replyHeader = template.probeReplyHeader();
     return template;
+  }
+
+  /**
+   * The text that opens an assistant turn (what add_generation_prompt appends, e.g. "<|im_start|>assistant\n"),
+   * or null when the template's output does not show it plainly. A reply starts right after it.
+   */
+  replyHeader: string | null = null;
+
+  private probeReplyHeader(): string | null {
+    try {
+      const conversation: TemplateMessage[] = [{role: "user", content: "svc probe question"}];
+      const without = this.render(conversation, {addGenerationPrompt: false, continueFinalMessage: false}).text;
+      const withPrompt = this.render(conversation, {addGenerationPrompt: true, continueFinalMessage: false}).text;
+      const header = withPrompt.startsWith(without) ? withPrompt.slice(without.length) : "";
+      return header.trim() === "" ? null : header;
+    } catch {
+      return null;
+    }
   }
 
   /** "ok", or why the template failed the self-check run at creation. */

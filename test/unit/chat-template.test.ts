@@ -1,6 +1,6 @@
 // Rendering the model's own chat template: the real SmolLM2 template (ChatML) and a Qwen3-style
 // fixture with thinking and tools. Expected prompts are written out in full.
-import {test} from "node:test";
+import {describe, test} from "node:test";
 import assert from "node:assert/strict";
 import {createHash} from "node:crypto";
 import {readFileSync} from "node:fs";
@@ -280,4 +280,12 @@ test("self-check: ok for both templates, a reason otherwise, and creation does n
   assert.equal(inline("{% for m in messages %}{{ m.content | upper }}{% endfor %}").check,
     "probe conversation renders without \"svc probe system text\", \"svc probe first question\", " +
     "\"svc probe first answer\", \"svc probe second question\"");
+});
+
+describe("reply header (where a reply starts inside a rendered assistant turn)", () => {
+  test("is what the generation prompt appends; a template that appends nothing has none", () => {
+    assert.equal(smol.replyHeader, "<|im_start|>assistant\n");
+    assert.equal(qwen.replyHeader, "<|im_start|>assistant\n");
+    assert.equal(inline("{% for m in messages %}{{ m.content }}{% endfor %}").replyHeader, null);
+  });
 });

@@ -4,7 +4,7 @@
 import {availableParallelism} from "node:os";
 import {getLlama, LlamaLogLevel, TokenBias, type Llama, type LlamaContext, type LlamaContextSequence, type LlamaModel, type Token} from "node-llama-cpp";
 import type {Logger} from "../../observability/log.ts";
-import type {DecodeEnd, DecodeJob, DecodeRun, DecodeStats, Engine, EngineInfo, EngineStatus, KeepHook, RegionLease, ResumeState} from "../engine.ts";
+import type {DecodeEnd, DecodeJob, DecodeRun, DecodeStats, Engine, EngineInfo, EngineStatus, KeepHook, RegionLease, ReleaseOptions, ResumeState} from "../engine.ts";
 import type {CacheReport, DiskReport} from "../kv/cache-report.ts";
 import type {DiskStore} from "../kv/disk-store.ts";
 import {exactLength} from "../kv/region-memory.ts";
@@ -203,7 +203,7 @@ export class LlamaEngine implements Engine {
       stats,
       start,
       decode,
-      release: (opts?: {keep?: KeepHook}) => {
+      release: (opts?: ReleaseOptions) => {
         if (released) return released;
         region.memory.lastUsed = performance.now();
         const done = finished;
@@ -214,7 +214,7 @@ export class LlamaEngine implements Engine {
           return released;
         }
         const generated = region.memory.tokens.slice(done.promptLength);
-        released = this.pool.seal(id, done.promptLength, generated, opts?.keep, () => this.queue.release(id));
+        released = this.pool.seal(id, done.promptLength, generated, opts ?? {}, () => this.queue.release(id));
         return released;
       },
     };

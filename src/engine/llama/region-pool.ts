@@ -8,7 +8,7 @@
 
 import type {LlamaContextSequence, Token} from "node-llama-cpp";
 import type {Logger} from "../../observability/log.ts";
-import type {KeepHook, ResumeState, StartInfo} from "../engine.ts";
+import type {KeepHook, ReleaseOptions, ResumeState, StartInfo} from "../engine.ts";
 import type {DiskReport} from "../kv/cache-report.ts";
 import {CacheStats} from "../kv/cache-stats.ts";
 import type {DiskStore, DiskEntry} from "../kv/disk-store.ts";
@@ -170,8 +170,9 @@ export class RegionPool {
   }
 
   /** After a reply: re-evaluate the generated tokens in pieces (see region-memory.ts), then hand the state to `keep`. */
-  seal(id: number, promptLength: number, generated: readonly number[], keep: KeepHook | undefined, release: () => void): Promise<void> {
+  seal(id: number, promptLength: number, generated: readonly number[], opts: ReleaseOptions, release: () => void): Promise<void> {
     const r = this.regions[id]!;
+    const keep = opts.keep;
     let aborted = false;
     let resolveDone!: () => void;
     const done = new Promise<void>((res) => (resolveDone = res));
@@ -186,7 +187,7 @@ export class RegionPool {
     }).then(async (started) => {
       if (!started) return;
       try {
-        if (this.opts.cacheOn && exactLength(r.memory) === promptLength && generated.length > 0) await this.sealReply(r, promptLength, generated, shouldStop);
+        if (this.opts.cacheOn && exactLength(r.memory) === promptLength && generated.length > 0) await this.sealReply(r, promptLength, generated, opts.replyBoundaries ?? [], shouldStop);
         if (keep) await keep({tokens: [...r.memory.tokens.slice(0, exactLength(r.memory))], cuts: [...r.memory.cuts], replyStart: r.memory.replyStart},
           (path) => r.seq.saveStateToFile(path).then(() => undefined));
       } catch (err) {
@@ -205,12 +206,12 @@ export class RegionPool {
     return work.finally(release);
   }
 
-  private async sealReply(r: Region, promptLength: number, generated: readonly number[], stop: () => boolean): Promise<void> {
+  private async sealReply(r: Region, promptLength: number, generated: readonly number[], boundaries: readonly number[], stop: () => boolean): Promise<void> {
     await this.truncate(r, promptLength);
     r.memory.tokens = r.memory.tokens.slice(0, promptLength);
     const end = promptLength + generated.length;
     let a = promptLength;
-    for (const c of planCuts(end, this.opts.piece, [promptLength])) {
+    for (const c of planCuts(end, this.opts.piece, [promptLength, ...boundaries.filter((b) => b > promptLength && b < end)])) {
       if (c <= promptLength) continue;
       if (stop()) return;
       const piece = generated.slice(a - promptLength, c - promptLength);
