@@ -7,6 +7,7 @@
 
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
+import Anthropic from "@anthropic-ai/sdk";
 import {startServer, type RunningServer} from "./harness.ts";
 
 let server: RunningServer;
@@ -77,5 +78,43 @@ describe("Codex on /v1/responses: each thread resumes from its own state", () =>
     const listed = await (await fetch(`${server.url}/svc/handles`)).json() as {data: {name: string}[]};
     assert.equal(listed.data.length, 2, "one kept state per thread");
     assert.ok(listed.data.every((h) => /^agent\.[0-9a-f]{8}\.[0-9a-f]{12}\.[0-9a-f]{12}$/.test(h.name)), JSON.stringify(listed.data));
+  });
+});
+
+describe("Claude Code on /v1/messages: each thread resumes from its own state; the title request keeps nothing", () => {
+  const session = "c4816e1f-6cfd-49f9-9d3f-75530580b8cc";
+  const beta = "claude-code-20250219,interleaved-thinking-2025-05-14";
+  const client = (agent?: string, extra: Record<string, string> = {}) => new Anthropic({baseURL: server.url, apiKey: "test-key", maxRetries: 0,
+    defaultHeaders: {"x-claude-code-session-id": session, "anthropic-beta": beta, ...(agent ? {"x-claude-code-agent-id": agent} : {}), ...extra}});
+  const tools: Anthropic.Tool[] = [{name: "Read", description: "Read a file", input_schema: {type: "object", properties: {path: {type: "string"}}, required: ["path"]}}];
+  const send = (c: Anthropic, system: string, messages: Anthropic.MessageParam[], withTools = true) =>
+    c.messages.create({model: "claude-test", max_tokens: 24, temperature: 0, system: [{type: "text", text: "x-anthropic-billing-header: cc_version=2.1.330.440;"},
+      {type: "text", text: system}], messages, ...(withTools ? {tools} : {})} as Anthropic.MessageCreateParamsNonStreaming).withResponse();
+  const textOf = (m: Anthropic.Message) => m.content.filter((b): b is Anthropic.TextBlock => b.type === "text").map((b) => b.text).join("");
+  const turnLength = (m: Anthropic.Message) => m.usage.input_tokens + (m.usage.cache_read_input_tokens ?? 0) + m.usage.output_tokens;
+
+  test("main, subagent, title, main turn 2, subagent turn 2", async () => {
+    const mainQ: Anthropic.MessageParam[] = [{role: "user", content: "What is 2 + 2?"}];
+    const subQ: Anthropic.MessageParam[] = [{role: "user", content: "Name a colour."}];
+    const m1 = await send(client(), "You are Claude Code, a coding assistant.", mainQ);
+    assert.equal(m1.response.headers.get("x-svc-keep"), "accepted");
+    const s1 = await send(client("ad019a8b985a1a26f"), "You are an agent for Claude Code.", subQ);
+    assert.equal(s1.response.headers.get("x-svc-keep"), "accepted");
+
+    const title = await send(client(undefined, {"anthropic-beta": "structured-outputs-2025-12-15"}), "You are naming a coding session.",
+      [{role: "user", content: "<session>What is 2 + 2?</session>"}], false);
+    assert.equal(title.response.headers.get("x-svc-keep"), null, "the title request never keeps");
+
+    const m2 = await send(client(), "You are Claude Code, a coding assistant.",
+      [...mainQ, {role: "assistant", content: textOf(m1.data)}, {role: "user", content: "And 3 + 3?"}]);
+    assert.equal(m2.response.headers.get("x-svc-from"), "used");
+    assert.ok(m2.data.usage.cache_read_input_tokens! >= turnLength(m1.data),
+      `main turn 2 read ${m2.data.usage.cache_read_input_tokens} cached tokens; turn 1 was ${turnLength(m1.data)}`);
+
+    const s2 = await send(client("ad019a8b985a1a26f"), "You are an agent for Claude Code.",
+      [...subQ, {role: "assistant", content: textOf(s1.data)}, {role: "user", content: "Another one."}]);
+    assert.equal(s2.response.headers.get("x-svc-from"), "used");
+    assert.ok(s2.data.usage.cache_read_input_tokens! >= turnLength(s1.data),
+      `subagent turn 2 read ${s2.data.usage.cache_read_input_tokens} cached tokens; turn 1 was ${turnLength(s1.data)}`);
   });
 });
