@@ -2,6 +2,7 @@
 
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
+import Anthropic from "@anthropic-ai/sdk";
 import {get, post, startServer, TIMING_FIELDS, type RunningServer} from "./harness.ts";
 
 let server: RunningServer;
@@ -92,6 +93,9 @@ describe("state routes", () => {
     assert.equal(raw.object, "list");
     assert.equal(raw.data[0].type, "model", "carries the Messages-style model fields too");
     assert.match(raw.data[0].created_at, /^\d{4}-\d\d-\d\dT/);
+    const anthropicModels = [];
+    for await (const m of new Anthropic({baseURL: server.url, apiKey: "x", maxRetries: 0}).models.list()) anthropicModels.push(m);
+    assert.deepEqual(anthropicModels.map((m) => [m.id, m.type, m.display_name]), [["svc-nx3.8-flash-next", "model", "svc-nx3.8-flash-next"]]);
   });
 
   test("GET /health reports the build, budget fields, template, stop ids and queue", async () => {
