@@ -27,6 +27,11 @@ import {SchemaCache} from "./grammar/index.ts";
 import {resolveModel} from "./models/resolve.ts";
 import type {Logger} from "./observability/log.ts";
 import {GenerationPipeline} from "./pipeline/generate.ts";
+import {registerSideRoutes} from "./api/side/index.ts";
+import {parseSideModels} from "./side-models/registry.ts";
+import {RUNNER_FACTORIES} from "./side-models/runners.ts";
+import {inspectFineTune} from "./side-models/fine-tune.ts";
+import {SideModels} from "./side-models/side-models.ts";
 import {ChatTemplate, TemplateRenderError} from "./templates/chat-template.ts";
 
 export const VERSION: string = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")).version;
@@ -57,6 +62,8 @@ function loadTemplate(engine: LlamaEngine, logger: Logger): ChatTemplate | null 
 }
 
 export async function createApp(config: Config, logger: Logger): Promise<App> {
+  // Parsed before any model loads, so a misspelt side-model id stops the start at once.
+  const sideEntries = parseSideModels(config.npuModels);
   const resolved = await resolveModel(config.model, {modelsDir: config.modelsDir, logger, progress: config.progress});
   logger.info("model ready", {path: resolved.path, sha256: resolved.sha256 ?? "not hashed (local path)"});
   const identity = await stateIdentity(resolved.path, resolved.sha256, config.ctxSize);
@@ -87,6 +94,18 @@ export async function createApp(config: Config, logger: Logger): Promise<App> {
     maxTokensDefault: config.maxTokensDefault,
     schemaEscape: config.schemaEscape,
   }, logger, handles ? new SessionService(handles, logger) : null);
+  const side = sideEntries.length === 0 ? null : await SideModels.load({
+    entries: sideEntries,
+    llama: engine.llama,
+    factories: RUNNER_FACTORIES,
+    inspectFineTune,
+    queueLimit: config.npuQueue,
+    queueTimeoutMs: config.queueTimeout * 1000,
+    threads: engine.info.threads,
+    modelsDir: config.modelsDir,
+    progress: config.progress,
+    logger,
+  });
   const deps: ServerDeps = {
     config,
     engine,
@@ -98,6 +117,7 @@ export async function createApp(config: Config, logger: Logger): Promise<App> {
     model: {id: config.modelId, path: resolved.path, sha256: resolved.sha256, source: resolved.source},
     logger,
     agentMap: handles && config.forkMap === "coding-agent" ? new CodingAgentMap(handles) : null,
+    side,
     version: VERSION,
     startedAt: new Date(),
   };
@@ -109,6 +129,7 @@ export async function createApp(config: Config, logger: Logger): Promise<App> {
   registerStateRoutes(server, deps);
   registerTokenizeRoutes(server, deps);
   registerHandleRoutes(server, handles);
+  if (side) registerSideRoutes(server, deps, side);
   registerMetricsRoute(server, createMetrics({
     stats: deps.stats,
     counters: deps.counters,
@@ -128,6 +149,7 @@ export async function createApp(config: Config, logger: Logger): Promise<App> {
       await server.close();
       // The engine first: it finishes the seals and keeps of replies already sent (a client was told
       // "accepted") and writes held conversations to disk, then the handle index is closed.
+      await side?.close();
       await engine.close();
       await handles?.close();
     },

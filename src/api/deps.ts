@@ -9,6 +9,7 @@ import type {ServerStats} from "../observability/server-stats.ts";
 import type {GenerationPipeline} from "../pipeline/generate.ts";
 import type {ChatTemplate} from "../templates/chat-template.ts";
 import type {CodingAgentMap} from "../sessions/coding-agent.ts";
+import type {SideModels} from "../side-models/side-models.ts";
 
 export interface ModelIdentity {
   id: string;
@@ -31,6 +32,8 @@ export interface ServerDeps {
   logger: Logger;
   /** SVC_FORK_MAP=coding-agent (with SVC_FORK=1): server-named sessions per coding-agent thread; else null. */
   agentMap: CodingAgentMap | null;
+  /** The side models of SVC_NPU_MODELS; null when it is unset (the server behaves as if they did not exist). */
+  side: SideModels | null;
   version: string;
   startedAt: Date;
 }

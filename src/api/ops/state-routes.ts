@@ -8,6 +8,8 @@ import {toolSyntaxOf} from "../../pipeline/reply-plan.ts";
 import {MAX_STRICT_PARAMETERS, MAX_STRICT_TOOLS} from "../fields/tools.ts";
 import {BUDGET_ALIASES, DEFAULT_SAMPLING} from "../fields/common.ts";
 import type {ServerDeps} from "../deps.ts";
+import type {SideModels} from "../../side-models/side-models.ts";
+import {ROUTE_OF_KIND} from "../../side-models/registry.ts";
 
 /** Request fields the generation routes of this build read (the rest are accepted and ignored). */
 export const SUPPORTED_FIELDS = {
@@ -106,6 +108,7 @@ export function registerStateRoutes(app: FastifyInstance, deps: ServerDeps): voi
       queued: st.queued,
       longest_wait_s: Math.round(st.longestWaitS * 1000) / 1000,
       uptime_s: Math.round((Date.now() - deps.startedAt.getTime()) / 1000),
+      ...(deps.side ? {side_models: sideModelsHealth(deps.side)} : {}),
     };
   });
 
@@ -152,8 +155,25 @@ export function registerStateRoutes(app: FastifyInstance, deps: ServerDeps): voi
       display_name: model.id,
       created_at: deps.startedAt.toISOString(),
     };
-    return {object: "list", data: [entry], has_more: false, first_id: model.id, last_id: model.id};
+    const side = (deps.side?.list() ?? []).map((r) => ({...entry, id: r.id, owned_by: "svc-side", display_name: r.id, kind: r.kind}));
+    const data = [entry, ...side];
+    return {object: "list", data, has_more: false, first_id: data[0]!.id, last_id: data[data.length - 1]!.id};
   };
   app.get("/v1/models", models);
   app.get("/models", models);
+}
+
+/** The side models and their executor, for /health. */
+function sideModelsHealth(side: SideModels) {
+  const st = side.status();
+  return {
+    executor: "CPU, in this process, one pass at a time (the spec's NPU host requirements do not apply)",
+    models: side.list().map((r) => ({id: r.id, kind: r.kind, route: ROUTE_OF_KIND[r.kind], path: r.path, ...r.describe()})),
+    running: st.running,
+    queued: st.queued,
+    waiting_in_server: st.waitingInServer,
+    longest_wait_s: Math.round(st.longestWaitS * 1000) / 1000,
+    passes: st.passes,
+    refused_busy: st.refused,
+  };
 }

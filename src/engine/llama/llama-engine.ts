@@ -45,7 +45,8 @@ export class LlamaEngine implements Engine {
   private readonly binder: GrammarBinder;
 
   private constructor(
-    private readonly llama: Llama,
+    /** The one Llama of the process: side models load their files through it. */
+    readonly llama: Llama,
     private readonly model: LlamaModel,
     private readonly context: LlamaContext,
     private readonly sequences: LlamaContextSequence[],

@@ -1,0 +1,110 @@
+// The side-model executor: the spec's "NPU runs one pass at a time". Every side-model pass (an embedding
+// batch, one decision question, a rerank batch, a guard verdict, a small-generation request) runs through
+// here, one after another in arrival order. Up to SVC_NPU_QUEUE passes wait "on the device"; the rest
+// wait in the server and are answered slowly, not refused. A pass that cannot start within
+// SVC_QUEUE_TIMEOUT is answered 503 engine_busy with Retry-After.
+
+import {ApiError} from "../core/errors.ts";
+
+export interface ExecutorOptions {
+  /** SVC_NPU_QUEUE: passes that may wait on the device itself. */
+  queueLimit: number;
+  /** SVC_QUEUE_TIMEOUT in ms: how long a pass may wait before it is refused. */
+  timeoutMs: number;
+}
+
+interface Waiter {
+  start: () => void;
+  fail: (err: unknown) => void;
+  enqueuedAt: number;
+}
+
+export interface ExecutorStatus {
+  running: boolean;
+  /** Passes waiting on the device (at most SVC_NPU_QUEUE). */
+  queued: number;
+  /** Passes waiting in the server beyond SVC_NPU_QUEUE. */
+  waitingInServer: number;
+  longestWaitS: number;
+  passes: number;
+  refused: number;
+}
+
+export class SideExecutor {
+  private busy = false;
+  private readonly waiting: Waiter[] = [];
+  private passes = 0;
+  private refused = 0;
+
+  constructor(private readonly opts: ExecutorOptions) {}
+
+  /** Runs one pass when the device is free. `signal` withdraws a waiting pass (client hang-up). */
+  async run<T>(pass: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+    await this.acquire(signal);
+    try {
+      this.passes++;
+      return await pass();
+    } finally {
+      this.release();
+    }
+  }
+
+  status(): ExecutorStatus {
+    const n = this.waiting.length;
+    const oldest = this.waiting[0];
+    return {
+      running: this.busy,
+      queued: Math.min(n, this.opts.queueLimit),
+      waitingInServer: Math.max(0, n - this.opts.queueLimit),
+      longestWaitS: oldest ? (performance.now() - oldest.enqueuedAt) / 1000 : 0,
+      passes: this.passes,
+      refused: this.refused,
+    };
+  }
+
+  private acquire(signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted) return Promise.reject(signal.reason ?? new Error("aborted"));
+    if (!this.busy && this.waiting.length === 0) {
+      this.busy = true;
+      return Promise.resolve();
+    }
+    return new Promise<void>((resolve, reject) => {
+      const waiter: Waiter = {enqueuedAt: performance.now(), start: () => {
+        cleanup();
+        resolve();
+      }, fail: (err) => {
+        cleanup();
+        reject(err);
+      }};
+      const timer = setTimeout(() => {
+        this.remove(waiter);
+        this.refused++;
+        const seconds = Math.max(1, Math.ceil(this.opts.timeoutMs / 1000));
+        waiter.fail(new ApiError("engine_busy",
+          `the side-model executor is busy and this request could not start within SVC_QUEUE_TIMEOUT (${this.opts.timeoutMs / 1000} s); retry later`,
+          {headers: {"Retry-After": String(seconds)}}));
+      }, this.opts.timeoutMs);
+      const onAbort = () => {
+        this.remove(waiter);
+        waiter.fail(signal!.reason ?? new Error("aborted"));
+      };
+      const cleanup = () => {
+        clearTimeout(timer);
+        signal?.removeEventListener("abort", onAbort);
+      };
+      signal?.addEventListener("abort", onAbort, {once: true});
+      this.waiting.push(waiter);
+    });
+  }
+
+  private remove(waiter: Waiter): void {
+    const i = this.waiting.indexOf(waiter);
+    if (i >= 0) this.waiting.splice(i, 1);
+  }
+
+  private release(): void {
+    const next = this.waiting.shift();
+    if (next) next.start();
+    else this.busy = false;
+  }
+}
