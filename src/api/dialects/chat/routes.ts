@@ -4,11 +4,14 @@ import {randomBytes} from "node:crypto";
 import type {FastifyInstance} from "fastify";
 import type {ServerDeps} from "../../deps.ts";
 import {hangUpSignal, serveGeneration} from "../../serve-generation.ts";
+import {serveSideChat} from "../../side/chat-side.ts";
 import {decodeChat} from "./decode.ts";
 import {chatCompletionBody, chatStreamEncoder} from "./encode.ts";
 
 export function registerChatRoutes(app: FastifyInstance, deps: ServerDeps): void {
   const handler = async (req: import("fastify").FastifyRequest, reply: import("fastify").FastifyReply) => {
+    const sideRunner = deps.side?.find((req.body as {model?: unknown} | null)?.model);
+    if (sideRunner) return serveSideChat(deps, sideRunner, req, reply);
     const id = `chatcmpl-${randomBytes(12).toString("hex")}`;
     const abort = hangUpSignal(req, reply);
     const decoded = decodeChat(req.body, {requestId: id, signal: abort.signal, maxTokensCap: deps.config.maxTokensCap,

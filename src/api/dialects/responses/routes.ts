@@ -6,6 +6,7 @@ import {ApiError} from "../../../core/errors.ts";
 import type {ServerDeps} from "../../deps.ts";
 import {hangUpSignal, serveGeneration} from "../../serve-generation.ts";
 import {codexThread} from "./agent-thread.ts";
+import {refuseSideModel} from "../../side/chat-side.ts";
 import {decodeResponses, type ResponsesDecodeContext} from "./decode.ts";
 import {responsesBody, responsesStreamEncoder} from "./encode.ts";
 import {newId, responseShell} from "./response-object.ts";
@@ -16,6 +17,7 @@ export function registerResponsesRoutes(app: FastifyInstance, deps: ServerDeps):
 
   const create = async (req: FastifyRequest, reply: FastifyReply) => {
     const id = newId("resp");
+    refuseSideModel(deps, (req.body as {model?: unknown} | null)?.model);
     const abort = hangUpSignal(req, reply);
     const decoded = decodeResponses(req.body, context(id, abort.signal));
     const shell = responseShell({id, createdAt: Math.floor(Date.now() / 1000), model: deps.model.id}, decoded);
