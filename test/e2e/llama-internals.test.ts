@@ -6,9 +6,12 @@ import {availableParallelism, homedir} from "node:os";
 import {join} from "node:path";
 import {after, before, describe, test} from "node:test";
 import {getLlama, LlamaGrammarEvaluationState, type Llama, type LlamaContext, type LlamaModel, type Token} from "node-llama-cpp";
-import {acceptGrammarToken, copySequenceState, grammarAcceptsText, INTERNAL_MEMBERS, PINNED_NODE_LLAMA_CPP, queuedDecodes, sequenceIdOf, type QueuedDecodeView} from "../../src/engine/llama/internals.ts";
+import {acceptGrammarToken, copySequenceState, createEmbeddingsContext, grammarAcceptsText, pooledEmbedding, INTERNAL_MEMBERS, PINNED_NODE_LLAMA_CPP, queuedDecodes, sequenceIdOf, type QueuedDecodeView} from "../../src/engine/llama/internals.ts";
 import {DEFAULT_MAIN_MODEL_SPEC} from "../../src/models/known-files.ts";
 import {resolveModel} from "../../src/models/resolve.ts";
+import {ensureConverted} from "../../src/models/hf-convert/convert.ts";
+import {resolveModelFolder} from "../../src/models/hf-convert/fetch-folder.ts";
+import {DEFAULT_EMBEDDING_SPEC} from "../../src/side-models/registry.ts";
 import {createMemoryLogger} from "../../src/observability/log.ts";
 import {readFileSync} from "node:fs";
 
@@ -34,7 +37,7 @@ describe("node-llama-cpp internals", () => {
     assert.deepEqual([...INTERNAL_MEMBERS].sort(), ["LlamaContext._queuedDecodes[].sequenceId", "LlamaContext._queuedDecodes[].tokens",
       "LlamaContextSequence._sequenceId", "LlamaGrammar._testText (tests only)",
       "Llama._bindings.AddonSampler.acceptGrammarEvaluationStateToken", "LlamaGrammarEvaluationState._state",
-      "LlamaContextSequence._copyStateFromOtherSequence"].sort());
+      "LlamaContextSequence._copyStateFromOtherSequence", "LlamaModel.createContext({_embeddings})", "LlamaContext._ctx.getEmbedding"].sort());
   });
 
   test("LlamaGrammar._testText tells whole-text matches", async () => {
@@ -128,6 +131,37 @@ describe("node-llama-cpp internals", () => {
       assert.deepEqual(bySeq.get(1), tb);
     } finally {
       await ctx.dispose();
+    }
+  });
+  test("embeddings context: pooledEmbedding reads the pooled vector of sequence 0 only (why BERT inputs cannot share a decode)", async () => {
+    const modelsDir = join(homedir(), ".cache", "svc", "models");
+    const logger = createMemoryLogger();
+    const folder = await resolveModelFolder(DEFAULT_EMBEDDING_SPEC, {modelsDir, logger, progress: "lines"});
+    const gguf = await ensureConverted(folder.dir, {name: "nx3-embedding-0.6b", target: `${folder.dir}.gguf`, logger, progress: "lines"});
+    const bert = await llama.loadModel({modelPath: gguf.path});
+    const ctx = await createEmbeddingsContext(bert, {contextSize: 512, batchSize: 512, threads: 2, sequences: 2});
+    try {
+      const wrap = (t: string) => [bert.tokens.bos!, ...bert.tokenize(t), bert.tokens.sep!] as Token[];
+      const a = wrap("The cat sits on the mat.");
+      const b = wrap("Stock markets fell sharply on Monday.");
+      const [s0, s1] = [ctx.getSequence(), ctx.getSequence()];
+      await s0.evaluateWithoutGeneratingNewTokens(a);
+      const alone = Array.from(pooledEmbedding(ctx, a.length));
+      assert.equal(alone.length, 384);
+      await s0.eraseContextTokenRanges([{start: 0, end: s0.nextTokenIndex}]);
+      await s0.evaluateWithoutGeneratingNewTokens(a);
+      assert.deepEqual(Array.from(pooledEmbedding(ctx, a.length)), alone, "the same tokens alone give the same bits");
+      await s0.eraseContextTokenRanges([{start: 0, end: s0.nextTokenIndex}]);
+      await s1.evaluateWithoutGeneratingNewTokens(b);
+      await s1.eraseContextTokenRanges([{start: 0, end: s1.nextTokenIndex}]);
+      await Promise.all([s0.evaluateWithoutGeneratingNewTokens(a), s1.evaluateWithoutGeneratingNewTokens(b)]);
+      const shared = Array.from(pooledEmbedding(ctx, a.length + b.length));
+      const cos = shared.reduce((x, v, i) => x + v * alone[i]!, 0) / Math.hypot(...shared) / Math.hypot(...alone);
+      assert.ok(cos > 0.9999, "after a two-sequence decode the addon still hands back sequence 0's vector (there is no way to read sequence 1's)");
+      assert.notDeepEqual(shared, alone, "and not bit-identical: sharing the decode changes sequence 0's floats on this CPU build");
+    } finally {
+      await ctx.dispose();
+      await bert.dispose();
     }
   });
 });

@@ -2,7 +2,7 @@
 // pinned exactly (package.json); test/unit/llama-internals.test.ts loads the real library and checks each
 // member below still exists and behaves as assumed, so an upgrade fails loudly instead of silently.
 
-import type {Llama, LlamaContext, LlamaContextSequence, LlamaGrammar, LlamaGrammarEvaluationState} from "node-llama-cpp";
+import type {Llama, LlamaContext, LlamaContextSequence, LlamaGrammar, LlamaGrammarEvaluationState, LlamaModel} from "node-llama-cpp";
 
 export const PINNED_NODE_LLAMA_CPP = "3.22.1";
 
@@ -78,6 +78,31 @@ export async function copySequenceState(target: LlamaContextSequence, source: Ll
   if (!ok || target.nextTokenIndex !== upTo) throw new Error(`copying a region's state failed (holds ${target.nextTokenIndex} tokens, wanted ${upTo})`);
 }
 
+/**
+ * `LlamaModel.createContext({_embeddings: true})`: a plain context (sequences we drive ourselves) with
+ * llama.cpp's embeddings on, as LlamaEmbeddingContext builds internally. The public embedding context
+ * always wraps the input in [CLS]...[SEP]; the BERT side models need the tokens exactly as given
+ * (/classify's add_special_tokens=false).
+ */
+export async function createEmbeddingsContext(model: LlamaModel,
+  opts: {contextSize: number; batchSize: number; threads: number; sequences?: number}): Promise<LlamaContext> {
+  const create = model.createContext as (o: Record<string, unknown>) => Promise<LlamaContext>;
+  return create.call(model, {sequences: 1, ...opts, flashAttention: false, _embeddings: true});
+}
+
+/**
+ * `LlamaContext._ctx.getEmbedding(tokenCount)`: the pooled vector (or, for RANK pooling, the classifier
+ * scores) of the last decode. The addon reads llama.cpp's pooled output of sequence 0 only, so one decode
+ * yields one input's vector: several inputs cannot share a decode (checked in the internals test).
+ */
+export function pooledEmbedding(context: LlamaContext, tokenCount: number): Float64Array {
+  const native = (context as unknown as {_ctx?: {getEmbedding?: (n: number) => Float64Array}})._ctx;
+  if (typeof native?.getEmbedding !== "function") {
+    throw new Error("node-llama-cpp internal LlamaContext._ctx.getEmbedding is missing; svc needs node-llama-cpp " + PINNED_NODE_LLAMA_CPP);
+  }
+  return native.getEmbedding(tokenCount);
+}
+
 /** The list above, for the internals test. */
 export const INTERNAL_MEMBERS = [
   "LlamaContext._queuedDecodes[].sequenceId",
@@ -87,4 +112,6 @@ export const INTERNAL_MEMBERS = [
   "Llama._bindings.AddonSampler.acceptGrammarEvaluationStateToken",
   "LlamaGrammarEvaluationState._state",
   "LlamaContextSequence._copyStateFromOtherSequence",
+  "LlamaModel.createContext({_embeddings})",
+  "LlamaContext._ctx.getEmbedding",
 ] as const;
