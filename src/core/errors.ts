@@ -8,6 +8,7 @@ export type ErrorKind =
   | "not_found"           // 404: unknown route or resource
   | "payload_too_large"   // 413: body over the size limit
   | "unsupported_media"   // 415: body is not JSON
+  | "unprocessable"       // 422: a malformed POST /v1/decide body (the spec's status for that route)
   | "client_closed"       // 499: the client hung up; the work was cancelled
   | "server_error"        // 500: our own failure; the message says what
   | "engine_busy";        // 503: could not start within SVC_QUEUE_TIMEOUT
@@ -21,6 +22,7 @@ const KINDS: Record<ErrorKind, KindInfo> = {
   not_found: {status: 404, type: "not_found_error", code: null},
   payload_too_large: {status: 413, type: "invalid_request_error", code: "request_too_large"},
   unsupported_media: {status: 415, type: "invalid_request_error", code: "unsupported_media_type"},
+  unprocessable: {status: 422, type: "invalid_request_error", code: null},
   client_closed: {status: 499, type: "client_closed_request", code: "client_closed"},
   server_error: {status: 500, type: "server_error", code: null},
   engine_busy: {status: 503, type: "server_error", code: "engine_busy"},
@@ -51,6 +53,11 @@ export class ApiError extends Error {
 /** 400 naming the field: `invalidField("messages[2].role", "must be one of system, user, ...")`. */
 export function invalidField(param: string, rule: string): ApiError {
   return new ApiError("invalid_request", `${param}: ${rule}`, {param});
+}
+
+/** 422 naming the field, for routes whose spec answers a malformed body with 422 (POST /v1/decide). */
+export function unprocessableField(param: string, rule: string): ApiError {
+  return new ApiError("unprocessable", `${param}: ${rule}`, {param});
 }
 
 export function invalidRequest(message: string, param?: string): ApiError {

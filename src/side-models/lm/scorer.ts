@@ -30,6 +30,12 @@ export interface ScoreResult {
   promptMs: number;
 }
 
+/** What a context's KV holds: its tokens and the piece ends they were computed with. */
+export interface HeldState {
+  tokens: number[];
+  cuts: number[];
+}
+
 export class LmScorer {
   private memory: RegionMemory = emptyMemory();
 
@@ -39,7 +45,9 @@ export class LmScorer {
   static async create(model: LlamaModel, side: SideModelContext, contextSize: number): Promise<LmScorer> {
     const context = await model.createContext({
       sequences: 1,
-      contextSize: Math.min(contextSize, model.trainContextSize),
+      // One cell past the training context: node-llama-cpp keeps the last cell free, so this is what lets a
+      // prompt use every trained position (0 .. trainContextSize-1), as the decision limit of 8,192 needs.
+      contextSize: Math.min(contextSize, model.trainContextSize + 1),
       batchSize: PIECE,
       threads: {ideal: side.threads, min: 1},
       flashAttention: false,
@@ -84,6 +92,29 @@ export class LmScorer {
       this.memory.cuts.push(b);
     }
     return {logprobs, reused: keep, promptMs: performance.now() - started};
+  }
+
+  /** The tokens and cut record of the KV the context holds now: what the next `reuse` may serve. */
+  held(): HeldState {
+    return {tokens: [...this.memory.tokens], cuts: [...this.memory.cuts]};
+  }
+
+  /**
+   * Writes the held KV to a file (inside an executor pass), so that a later call can restore it: how the
+   * decider keeps several texts (SVC_NPU_DEC_RESUME=2) on one context. The file is a byte copy of the KV
+   * cells, so a restored prefix serves exactly the numbers it held.
+   */
+  async saveNow(path: string): Promise<HeldState & {bytes: number}> {
+    const {fileSize} = await this.seq.saveStateToFile(path);
+    return {...this.held(), bytes: fileSize};
+  }
+
+  /** Replaces the held KV by one saved with `saveNow` from this context (inside an executor pass). */
+  async restoreNow(path: string, state: HeldState): Promise<void> {
+    // acceptRisk: the library cannot check the file came from the same model; it did (this context wrote it).
+    await this.seq.loadStateFromFile(path, {acceptRisk: true});
+    if (this.seq.nextTokenIndex !== state.tokens.length) throw new Error(`LmScorer: restored ${this.seq.nextTokenIndex} tokens, expected ${state.tokens.length}`);
+    this.memory = {tokens: [...state.tokens], cuts: [...state.cuts], lastUsed: performance.now(), replyStart: 0};
   }
 
   private async lastPiece(tokens: Token[], candidates: readonly number[]): Promise<number[]> {

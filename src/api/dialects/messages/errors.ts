@@ -24,6 +24,7 @@ const BY_KIND: Record<ErrorKind, AnthropicErrorType> = {
   not_found: "not_found_error",
   payload_too_large: "request_too_large",
   unsupported_media: "invalid_request_error",
+  unprocessable: "invalid_request_error",
   // Nobody reads a 499 (the client is gone); Anthropic has no type for it, and it is not the request's fault.
   client_closed: "api_error",
   server_error: "api_error",

@@ -1,0 +1,286 @@
+// Decisions on the real model (SmolLM2-135M behind decider-0.8b): the chat route through the openai client
+// (every option shape, logprobs, streaming), POST /v1/decide (choice, score, noul, 422s), the text limit at
+// its edge, wrong pairings, and SVC_NPU_DEC_RESUME 0 / 1 / 2 giving bit-identical answers.
+
+import assert from "node:assert/strict";
+import {request} from "node:http";
+import {after, before, describe, test} from "node:test";
+import {post, readSse, startServer, TIMING_FIELDS, type RunningServer} from "./harness.ts";
+
+/** POST without fetch's 300-second header timeout: a prompt of thousands of tokens on a busy 2-core machine can take longer. */
+function longPost(url: string, body: unknown): Promise<{status: number; body: any; text: string}> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, {method: "POST", headers: {"content-type": "application/json"}}, (res) => {
+      let text = "";
+      res.setEncoding("utf8");
+      res.on("data", (c: string) => (text += c));
+      res.on("end", () => resolve({status: res.statusCode ?? 0, body: JSON.parse(text), text}));
+    });
+    req.on("error", reject);
+    req.end(JSON.stringify(body));
+  });
+}
+
+let s0: RunningServer;
+let s1: RunningServer;
+let s2: RunningServer;
+
+const BASE = {SVC_CTX_SIZE: "1024", SVC_PARALLEL: "1", SVC_QUEUE_TIMEOUT: "1800"};
+
+before(async () => {
+  [s0, s1, s2] = await Promise.all([
+    startServer({...BASE, SVC_NPU_MODELS: "decider-0.8b", SVC_NPU_DEC_RESUME: "0"}),
+    startServer({...BASE, SVC_NPU_MODELS: "decider-0.8b", SVC_NPU_DEC_RESUME: "1"}),
+    startServer({...BASE, SVC_NPU_MODELS: "decider-0.8b,nx3-reranker-0.6b", SVC_NPU_DEC_RESUME: "2", SVC_NPU_DEC_ENTRIES: "2"}),
+  ]);
+});
+after(async () => {
+  await Promise.all([s0?.stop(), s1?.stop(), s2?.stop()]);
+});
+
+const REVIEW = "I loved this film. The acting was wonderful and the story moved me to tears.";
+
+function decision(schema: Record<string, unknown>, extra: Record<string, unknown> = {}) {
+  return {
+    model: "decider-0.8b",
+    messages: [{role: "user" as const, content: REVIEW}],
+    response_format: {type: "json_schema" as const, json_schema: {name: "judgement", description: "What is the sentiment of the review?", schema}},
+    logprobs: true,
+    ...extra,
+  };
+}
+
+/** Checks a chat decision body: probabilities sum to 1, the answer is the argmax, timings and usage present. */
+function checkDecision(body: any, options: string[]): {content: string; probs: Map<string, number>} {
+  const choice = body.choices[0];
+  assert.equal(choice.finish_reason, "stop");
+  for (const f of TIMING_FIELDS) assert.equal(typeof body.timings[f], "number", `timings.${f}`);
+  assert.ok(body.usage.prompt_tokens > 0);
+  const top = choice.logprobs.content[0].top_logprobs as {token: string; logprob: number}[];
+  assert.deepEqual(top.map((t) => t.token).sort(), [...options].sort(), "one entry per option");
+  const sum = top.reduce((a, t) => a + Math.exp(t.logprob), 0);
+  assert.ok(Math.abs(sum - 1) < 1e-9, `option probabilities sum to ${sum}`);
+  const best = top.reduce((a, b) => (b.logprob > a.logprob ? b : a));
+  assert.equal(choice.message.content, best.token, "the answer is the most likely option");
+  assert.equal(choice.logprobs.content[0].token, choice.message.content);
+  return {content: choice.message.content, probs: new Map(top.map((t) => [t.token, Math.exp(t.logprob)]))};
+}
+
+describe("decisions on the chat route (openai client)", () => {
+  test("enum: the answer is the most likely option; top_logprobs carry every option, summing to 1", async () => {
+    const r = await s2.client.chat.completions.create(decision({type: "string", enum: ["positive", "negative", "neutral"]}) as never);
+    checkDecision(r, ['"positive"', '"negative"', '"neutral"']);
+    assert.equal(r.model, "decider-0.8b");
+  });
+
+  test("oneOf of {const, description}", async () => {
+    const r = await s2.client.chat.completions.create(decision({oneOf: [{const: "pos", description: "the reviewer liked it"},
+      {const: "neg", description: "the reviewer disliked it"}]}) as never);
+    checkDecision(r, ['"pos"', '"neg"']);
+  });
+
+  test("{type: boolean} answers true or false", async () => {
+    const body = decision({type: "boolean"});
+    body.response_format.json_schema.description = "Did the reviewer like the film?";
+    const r = await s2.client.chat.completions.create(body as never);
+    const {content} = checkDecision(r, ["true", "false"]);
+    assert.ok(content === "true" || content === "false");
+  });
+
+  test("an object with one property answers {\"prop\": option}", async () => {
+    const r = await s2.client.chat.completions.create(decision({type: "object", properties: {sentiment: {enum: ["positive", "negative"]}}, required: ["sentiment"]}) as never);
+    const {content} = checkDecision(r, ['{"sentiment":"positive"}', '{"sentiment":"negative"}']);
+    assert.ok(["positive", "negative"].includes(JSON.parse(content).sentiment));
+  });
+
+  test("a system message carries the question when the schema has no description; sampling fields are ignored", async () => {
+    const base = {
+      model: "decider-0.8b",
+      messages: [{role: "system", content: "What is the sentiment of the review?"}, {role: "user", content: REVIEW}],
+      response_format: {type: "json_schema", json_schema: {name: "s", schema: {enum: ["positive", "negative"]}}},
+      logprobs: true,
+    };
+    const plain = await post(`${s2.url}/v1/chat/completions`, base);
+    assert.equal(plain.status, 200, plain.text);
+    checkDecision(plain.body, ['"positive"', '"negative"']);
+    const sampled = await post(`${s2.url}/v1/chat/completions`, {...base, temperature: 1.7, top_p: 0.3, seed: 99, presence_penalty: 1, frequency_penalty: 1});
+    assert.equal(sampled.status, 200, sampled.text);
+    assert.deepEqual(sampled.body.choices[0].logprobs, plain.body.choices[0].logprobs, "never sampled: the same numbers");
+  });
+
+  test("stream: one content chunk, the finish chunk, [DONE]; finalChatCompletion accepts it", async () => {
+    const req = decision({enum: ["positive", "negative", "neutral"]});
+    const whole = await s2.client.chat.completions.create(req as never);
+    const final = await s2.client.chat.completions.stream({...req, stream: true} as never).finalChatCompletion();
+    assert.equal(final.choices[0]!.message.content, whole.choices[0]!.message.content);
+    assert.equal(final.choices[0]!.finish_reason, "stop");
+    const res = await fetch(`${s2.url}/v1/chat/completions`, {method: "POST", headers: {"content-type": "application/json"},
+      body: JSON.stringify({...req, stream: true, stream_options: {include_usage: true}})});
+    const {data} = await readSse(res);
+    assert.equal(data.at(-1), "[DONE]");
+    const content = data.filter((d) => d !== "[DONE]" && d.choices[0]?.delta?.content !== undefined);
+    assert.equal(content.length, 1, "one content chunk");
+    assert.equal(content[0].choices[0].delta.content, whole.choices[0]!.message.content);
+    assert.ok(content[0].choices[0].logprobs.content[0].top_logprobs.length === 3);
+    assert.equal(data[1].choices[0].finish_reason, "stop");
+    assert.ok(data[2].usage.prompt_tokens > 0);
+  });
+
+  test("2 and 10 options are served; 1 and 11 are refused naming the limit", async () => {
+    const opts = (n: number) => Array.from({length: n}, (_, i) => `option ${i}`);
+    for (const n of [2, 10]) {
+      const r = await post(`${s2.url}/v1/chat/completions`, decision({enum: opts(n)}));
+      assert.equal(r.status, 200, r.text);
+      assert.equal(r.body.choices[0].logprobs.content[0].top_logprobs.length, n);
+    }
+    for (const n of [1, 11]) {
+      const r = await post(`${s2.url}/v1/chat/completions`, decision({enum: opts(n)}));
+      assert.equal(r.status, 400);
+      assert.match(r.body.error.message, /response_format\.json_schema\.schema\.enum: a decision takes 2 to 10 options/);
+    }
+    const oneOf = await post(`${s2.url}/v1/chat/completions`, decision({oneOf: opts(11).map((c) => ({const: c}))}));
+    assert.equal(oneOf.status, 400);
+    assert.match(oneOf.body.error.message, /2 to 10 options \(found 11\)/);
+  });
+
+  test("malformed decision requests are 400 naming the field", async () => {
+    const cases: [Record<string, unknown>, RegExp][] = [
+      [{...decision({enum: ["a", "b"]}), response_format: undefined}, /^response_format: /],
+      [decision({type: "object", properties: {a: {enum: ["x", "y"]}, b: {enum: ["x", "y"]}}}), /exactly one property/],
+      [decision({type: "string"}), /schema: must be an enum/],
+      [decision({enum: ["a", "a"]}), /options must differ/],
+      [{...decision({enum: ["a", "b"]}), top_logprobs: 21}, /^top_logprobs: /],
+      [{...decision({enum: ["a", "b"]}), messages: [{role: "user", content: [{type: "image_url", image_url: {url: "x"}}]}]}, /messages\[0\]\.content\[0\]/],
+    ];
+    for (const [body, re] of cases) {
+      const r = await post(`${s2.url}/v1/chat/completions`, body);
+      assert.equal(r.status, 400, r.text);
+      assert.match(r.body.error.message, re);
+    }
+  });
+});
+
+const DECIDE = {
+  model: "anything",
+  state: {review: REVIEW, stars_given: null},
+  questions: {
+    sentiment: {type: "choice", instructions: "What is the sentiment of the review?", criteria: {positive: "the reviewer liked it", negative: null, mixed: null}},
+    stars: {type: "score", instructions: "How many stars would the reviewer give?", criteria: ["none", "one", "two", "three"]},
+    film: {type: "noul", instructions: "Is the text about a film?"},
+  },
+};
+
+describe("POST /v1/decide", () => {
+  test("choice, score and noul answers: probabilities sum to 1, choice is the argmax, score is the expected level", async () => {
+    const r = await post(`${s0.url}/v1/decide`, DECIDE);
+    assert.equal(r.status, 200, r.text);
+    const {sentiment, stars, film} = r.body.answers;
+    const sum = (o: Record<string, number>) => Object.values(o).reduce((a, b) => a + b, 0);
+    assert.ok(Math.abs(sum(sentiment.probabilities) - 1) < 1e-9);
+    const best = Object.entries(sentiment.probabilities as Record<string, number>).reduce((a, b) => (b[1] > a[1] ? b : a));
+    assert.equal(sentiment.choice, best[0]);
+    assert.equal(sentiment.confidence, best[1]);
+    assert.deepEqual(Object.keys(stars.probabilities), ["0", "1", "2", "3"]);
+    assert.deepEqual(stars.legend, {0: "none", 1: "one", 2: "two", 3: "three"});
+    assert.ok(Math.abs(sum(stars.probabilities) - 1) < 1e-9);
+    const expected = Object.entries(stars.probabilities as Record<string, number>).reduce((a, [k, p]) => a + Number(k) * p, 0);
+    assert.ok(Math.abs(stars.score - expected) < 1e-12);
+    assert.ok(film.probability > 0 && film.probability < 1);
+    assert.equal(r.body.model, "decider-0.8b", "any name runs the loaded decision model");
+  });
+
+  test("malformed bodies are 422 naming the field", async () => {
+    const q = DECIDE.questions;
+    const cases: [unknown, RegExp][] = [
+      [{questions: q}, /^state: /],
+      [{state: 5, questions: q}, /^state: /],
+      [{state: "x"}, /^questions: /],
+      [{state: "x", questions: {}}, /^questions: /],
+      [{state: "x", questions: {a: {type: "pick", instructions: "q"}}}, /^questions\.a\.type: /],
+      [{state: "x", questions: {a: {type: "choice", instructions: "q", criteria: {only: null}}}}, /2 to 10 options \(found 1\)/],
+      [{state: "x", questions: {a: {type: "choice", instructions: "q", criteria: Object.fromEntries(Array.from({length: 11}, (_, i) => [`o${i}`, null]))}}},
+        /2 to 10 options \(found 11\)/],
+      [{state: "x", questions: {a: {type: "choice", instructions: "q", criteria: {x: 1, y: null}}}}, /^questions\.a\.criteria\.x: /],
+      [{state: "x", questions: {a: {type: "score", instructions: "q", criteria: ["one"]}}}, /2 to 10 levels \(found 1\)/],
+      [{state: "x", questions: {a: {type: "noul", instructions: "q", criteria: ["x"]}}}, /takes no criteria/],
+      [{state: "x", questions: {a: {type: "noul"}}}, /^questions\.a\.instructions: /],
+      [{state: "x", questions: q, key: "k"}, /^key: is not a field/],
+      ["not json", /^body: /],
+    ];
+    for (const [body, re] of cases) {
+      const r = await post(`${s0.url}/v1/decide`, body);
+      assert.equal(r.status, 422, `${JSON.stringify(body)} → ${r.text}`);
+      assert.equal(r.body.error.type, "invalid_request_error");
+      assert.match(r.body.error.message, re);
+    }
+  });
+
+  test("wrong pairings are 400 naming the route", async () => {
+    const r = await post(`${s2.url}/v1/decide`, {...DECIDE, model: "nx3-reranker-0.6b"});
+    assert.equal(r.status, 400);
+    assert.match(r.body.error.message, /POST \/v1\/rerank/);
+    const chat = await post(`${s2.url}/v1/chat/completions`, {model: "nx3-reranker-0.6b", messages: [{role: "user", content: "hi"}]});
+    assert.equal(chat.status, 400);
+    assert.match(chat.body.error.message, /POST \/v1\/rerank/);
+    const rerank = await post(`${s2.url}/v1/rerank`, {model: "decider-0.8b", query: "q", documents: ["d"]});
+    assert.equal(rerank.status, 400);
+    assert.match(rerank.body.error.message, /POST \/v1\/decide/);
+  });
+});
+
+describe("SVC_NPU_DEC_RESUME", () => {
+  // Long enough (>128 tokens) that an extension shares whole 64-token pieces with the kept text.
+  const LONG = Array.from({length: 12}, (_, i) => `Day ${i + 1}: the team met, reviewed the open issues, fixed two bugs and wrote notes for the next release.`).join(" ");
+  const requests = [
+    DECIDE,
+    {...DECIDE, state: LONG},
+    {state: LONG, questions: {done: {type: "noul", instructions: "Did the team fix bugs?"}}},
+    {state: "Another text entirely.", questions: {x: {type: "noul", instructions: "Is it short?"}}},
+    {state: `${LONG} Day 13: the release shipped.`, questions: {shipped: {type: "noul", instructions: "Did the release ship?"}}},
+    DECIDE,
+  ];
+
+  test("answers are bit-identical with resume 0, 1 and 2; 1 and 2 report the reused text", async () => {
+    const run = async (s: RunningServer) => {
+      const out = [];
+      for (const body of requests) {
+        const r = await longPost(`${s.url}/v1/decide`, body);
+        assert.equal(r.status, 200, r.text);
+        out.push(r.body);
+      }
+      return out;
+    };
+    const [r0, r1, r2] = [await run(s0), await run(s1), await run(s2)];
+    for (let i = 0; i < requests.length; i++) {
+      assert.deepEqual(r1[i].answers, r0[i].answers, `request ${i}: resume 1 = resume 0`);
+      assert.deepEqual(r2[i].answers, r0[i].answers, `request ${i}: resume 2 = resume 0`);
+    }
+    assert.equal(r0[0].usage.cached_tokens, 0, "resume 0 reads every prompt whole");
+    assert.ok(r1[0].usage.cached_tokens > 0, "resume 1: the later questions reuse the text");
+    assert.equal(r1[2].usage.cached_tokens, 0, "resume 1 keeps nothing across requests");
+    // Request 2 repeats request 1's text; request 4 extends it after another text came between (restored from a kept state).
+    assert.ok(r2[2].usage.cached_tokens >= 128, `resume 2 reuses the kept text (${r2[2].usage.cached_tokens})`);
+    assert.ok(r2[4].usage.cached_tokens >= 128, `resume 2 reuses a kept text that the new one extends (${r2[4].usage.cached_tokens})`);
+    assert.ok(s2.logs.some((l) => /decision .*restored=true/.test(l)), "a kept text was restored");
+  });
+});
+
+describe("decision text limit (8,192 tokens including question and template)", () => {
+  // "hello" and each " hello" are one token each; the question's overhead is measured on the server.
+  const body = (words: number) => ({state: ["hello", ...Array(words - 1).fill(" hello")].join(""), questions: {a: {type: "noul", instructions: "Is it a greeting?"}}});
+
+  test("8,192 tokens are served; 8,193 are refused with 400 naming the limit", {timeout: 1_800_000}, async () => {
+    const probe = await post(`${s0.url}/v1/decide`, body(1));
+    const overhead = probe.body.usage.prompt_tokens - 1;
+    const over = await post(`${s0.url}/v1/decide`, body(8193 - overhead));
+    assert.equal(over.status, 400, over.text);
+    assert.match(over.body.error.message, /questions\.a: .*up to 8192 tokens; this one takes 8193/);
+    const chatOver = await post(`${s0.url}/v1/chat/completions`, {model: "decider-0.8b", messages: [{role: "user", content: body(8200).state}],
+      response_format: {type: "json_schema", json_schema: {name: "g", description: "Is it a greeting?", schema: {type: "boolean"}}}});
+    assert.equal(chatOver.status, 400, chatOver.text);
+    assert.match(chatOver.body.error.message, /^messages: .*up to 8192 tokens/);
+    const edge = await longPost(`${s0.url}/v1/decide`, body(8192 - overhead));
+    assert.equal(edge.status, 200, edge.text);
+    assert.equal(edge.body.usage.prompt_tokens, 8192);
+  });
+});
