@@ -36,6 +36,17 @@ export interface StreamEncoder {
   errorFrames?(err: ApiError): {data: unknown; event?: string}[];
 }
 
+/** Watches a reply as it is produced (the chat route's streaming guard); never holds or changes its frames. */
+export interface ReplyWatcher {
+  see(ev: GenerationEvent): void;
+  /** Streamed: the watcher's own frames go out through `send` whenever they are ready. */
+  attach(send: (data: unknown) => void): void;
+  /** After the last event, before the terminator or the body: the watcher's last words (it bounds the wait). */
+  settle(): Promise<void>;
+  /** The request is over, however it ended. */
+  close(): void;
+}
+
 export interface ServeOptions<Body> {
   route: string;
   stream: boolean;
@@ -48,6 +59,7 @@ export interface ServeOptions<Body> {
   collect(events: GenerationEvent[]): Body;
   /** The stream's encoder, made once the request has its region: how long the prompt is and how much the cache served. */
   encoder: (start: {promptTokens: number; cachedTokens: number}) => StreamEncoder;
+  watcher?: ReplyWatcher | null;
 }
 
 export async function serveGeneration<Body>(deps: ServerDeps, req: FastifyRequest, reply: FastifyReply, opts: ServeOptions<Body>): Promise<void> {
@@ -84,8 +96,10 @@ export async function serveGeneration<Body>(deps: ServerDeps, req: FastifyReques
       const events: GenerationEvent[] = [];
       for await (const ev of run) {
         events.push(ev);
+        opts.watcher?.see(ev);
         if (ev.type === "done") timings = ev.timings;
       }
+      if (opts.watcher) await opts.watcher.settle();
       reply.send(opts.collect(events));
       return;
     }
@@ -94,11 +108,14 @@ export async function serveGeneration<Body>(deps: ServerDeps, req: FastifyReques
     for (const [k, v] of Object.entries(reply.getHeaders())) if (v !== undefined) reply.raw.setHeader(k, v as string);
     const sse = new SseStream(reply.raw, deps.config.keepalive * 1000);
     const enc = opts.encoder({promptTokens: run.promptTokens.length, cachedTokens: run.startInfo.reused});
+    opts.watcher?.attach((data) => sse.send(data));
     try {
       for await (const ev of run) {
         if (ev.type === "done") timings = ev.timings;
         for (const f of enc.frames(ev)) sse.send(f.data, f.event);
+        opts.watcher?.see(ev);
       }
+      if (opts.watcher) await opts.watcher.settle();
       if (enc.terminator) sse.send(enc.terminator);
     } catch (err) {
       const apiErr = toApiError(err);
@@ -118,6 +135,7 @@ export async function serveGeneration<Body>(deps: ServerDeps, req: FastifyReques
     if (apiErr.status >= 500 && apiErr.kind !== "engine_busy") deps.logger.error("request failed", {id: genRequest.requestId, error: (err as Error)?.stack ?? String(err)});
     sendError(reply, apiErr);
   } finally {
+    opts.watcher?.close();
     run?.close();
     stopRunning?.();
     deps.stats.recordFinished({route: opts.route, status, timings, structured: genRequest.grammar !== null || (genRequest.tools?.tools.some((t) => t.strict && t.enforced) ?? false)});

@@ -122,12 +122,10 @@ describe("decodeChat: features not served", () => {
     assert.equal((decodeChat({messages: [user("hi")], tools, tool_choice: "none"}, ctx).request.prompt as {tools?: unknown}).tools, undefined);
   });
 
-  test("guard refused unless absent, null or false", () => {
-    const err = refusedChat({messages: [user("hi")], guard: {mode: "stream"}});
-    assert.equal(err.message, "guard: the streaming guard is not available in this build of the server (see GET /health)");
-    assert.equal(refusedChat({messages: [user("hi")], guard: true}).param, "guard");
-    assert.doesNotThrow(() => decodeChat({messages: [user("hi")], guard: false}, ctx));
-    assert.doesNotThrow(() => decodeChat({messages: [user("hi")], guard: null}, ctx));
+  test("guard passes through the decode as sent (the streaming guard reads and refuses it: test/unit/guard-options.test.ts)", () => {
+    for (const guard of [{mode: "stream"}, true, "nx3guard-stream-0.6b", false, null]) {
+      assert.deepEqual(decodeChat({messages: [user("hi")], guard}, ctx).body.guard, guard);
+    }
   });
 });
 

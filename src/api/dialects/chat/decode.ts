@@ -3,7 +3,7 @@
 import {invalidField, invalidRequest} from "../../../core/errors.ts";
 import type {GenerationRequest} from "../../../core/generation.ts";
 import type {TemplateMessage} from "../../../templates/chat-template.ts";
-import {decodeSampling, decodeStops, notYet, resolveBudget} from "../../fields/common.ts";
+import {decodeSampling, decodeStops, resolveBudget} from "../../fields/common.ts";
 import type {SchemaCache} from "../../../grammar/index.ts";
 import {resolveLogprobs} from "../../fields/logprobs.ts";
 import {compileFormat} from "../../fields/response-format.ts";
@@ -113,7 +113,7 @@ export function decodeChat(raw: unknown, ctx: ChatDecodeContext): DecodedChat {
     counters: ctx.counters,
     requestId: ctx.requestId,
   });
-  if (body.guard !== undefined && body.guard !== null && body.guard !== false) notYet("guard", "the streaming guard");
+  // `guard` passes through in `body`: the streaming guard reads and refuses it (src/api/side/guard).
 
   const continueFinal = body.continue_final_message ?? false;
   const addGenerationPrompt = body.add_generation_prompt ?? !continueFinal;

@@ -5,6 +5,7 @@ import type {FastifyInstance} from "fastify";
 import type {ServerDeps} from "../../deps.ts";
 import {hangUpSignal, serveGeneration} from "../../serve-generation.ts";
 import {serveSideChat} from "../../side/chat-side.ts";
+import {openChatGuard, withGuard} from "../../side/guard/index.ts";
 import {decodeChat} from "./decode.ts";
 import {chatCompletionBody, chatStreamEncoder} from "./encode.ts";
 
@@ -17,13 +18,16 @@ export function registerChatRoutes(app: FastifyInstance, deps: ServerDeps): void
     const decoded = decodeChat(req.body, {requestId: id, signal: abort.signal, maxTokensCap: deps.config.maxTokensCap,
       schemas: deps.schemas, grammarEnabled: deps.config.grammar, strictTools: deps.config.strictTools, logger: deps.logger, counters: deps.counters});
     const who = {id, created: Math.floor(Date.now() / 1000), model: deps.model.id};
+    // The streaming guard, when asked for (refused with 400 here, before the reply starts); null otherwise.
+    const guard = openChatGuard(deps, req, decoded.body.guard, decoded.request, who);
     await serveGeneration(deps, req, reply, {
       route: "chat",
       stream: decoded.stream,
       sessions: true,
       genRequest: decoded.request,
-      collect: (events) => chatCompletionBody(who, events),
+      collect: (events) => withGuard(chatCompletionBody(who, events), guard),
       encoder: () => chatStreamEncoder(who, decoded.includeUsage),
+      watcher: guard,
     });
   };
   app.post("/v1/chat/completions", handler);
