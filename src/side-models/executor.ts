@@ -38,9 +38,13 @@ export class SideExecutor {
 
   constructor(private readonly opts: ExecutorOptions) {}
 
-  /** Runs one pass when the device is free. `signal` withdraws a waiting pass (client hang-up). */
-  async run<T>(pass: () => Promise<T>, signal?: AbortSignal): Promise<T> {
-    await this.acquire(signal);
+  /**
+   * Runs one pass when the device is free. `signal` withdraws a waiting pass (client hang-up). A pass
+   * that continues work already under way (the next step of a reply being streamed) is `unbounded`: the
+   * queue timeout is for requests that cannot start, not for answers half sent.
+   */
+  async run<T>(pass: () => Promise<T>, signal?: AbortSignal, opts: {unbounded?: boolean} = {}): Promise<T> {
+    await this.acquire(signal, opts.unbounded ?? false);
     try {
       this.passes++;
       return await pass();
@@ -62,7 +66,7 @@ export class SideExecutor {
     };
   }
 
-  private acquire(signal?: AbortSignal): Promise<void> {
+  private acquire(signal: AbortSignal | undefined, unbounded: boolean): Promise<void> {
     if (signal?.aborted) return Promise.reject(signal.reason ?? new Error("aborted"));
     if (!this.busy && this.waiting.length === 0) {
       this.busy = true;
@@ -76,7 +80,7 @@ export class SideExecutor {
         cleanup();
         reject(err);
       }};
-      const timer = setTimeout(() => {
+      const timer = unbounded ? undefined : setTimeout(() => {
         this.remove(waiter);
         this.refused++;
         const seconds = Math.max(1, Math.ceil(this.opts.timeoutMs / 1000));

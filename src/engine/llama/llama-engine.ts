@@ -27,6 +27,10 @@ export interface LlamaEngineOptions {
   disk?: DiskStore | null;
   threads?: number;
   logger: Logger;
+  /** A Llama the caller owns (a side model's engine runs on the main engine's): used instead of getLlama, never disposed here. */
+  llama?: Llama;
+  /** A loaded model the caller owns (shared by several side models): used instead of loading modelPath, never disposed here. */
+  model?: LlamaModel;
 }
 
 export class LlamaEngine implements Engine {
@@ -53,6 +57,8 @@ export class LlamaEngine implements Engine {
     private readonly policy: BatchPolicyState,
     opts: LlamaEngineOptions,
     threads: number,
+    /** What close() disposes: only what load() created itself. */
+    private readonly owns: {llama: boolean; model: boolean},
   ) {
     this.queue = new RegionQueue(sequences.length);
     this.disk = opts.disk ?? null;
@@ -96,7 +102,7 @@ export class LlamaEngine implements Engine {
 
   static async load(opts: LlamaEngineOptions): Promise<LlamaEngine> {
     const threads = opts.threads ?? availableParallelism();
-    const llama = await getLlama({
+    const llama = opts.llama ?? await getLlama({
       gpu: false,
       build: "never",
       // 0 bypasses node-llama-cpp's thread splitter: with it, four regions dispatching small prompt pieces
@@ -108,7 +114,7 @@ export class LlamaEngine implements Engine {
         if (level === LlamaLogLevel.error || level === LlamaLogLevel.fatal) opts.logger.error("engine", {message: message.trim()});
       },
     });
-    const model = await llama.loadModel({modelPath: opts.modelPath, useMmap: true, defaultContextFlashAttention: false});
+    const model = opts.model ?? await llama.loadModel({modelPath: opts.modelPath, useMmap: true, defaultContextFlashAttention: false});
     const contextSize = Math.min(opts.contextSize, model.trainContextSize);
     const policy = newBatchPolicyState();
     let contextRef: LlamaContext | undefined;
@@ -132,7 +138,7 @@ export class LlamaEngine implements Engine {
     sequences.forEach((s, i) => {
       if (sequenceIdOf(s) !== i) throw new Error(`region ${i} got sequence id ${sequenceIdOf(s)}`);
     });
-    return new LlamaEngine(llama, model, context, sequences, policy, opts, threads);
+    return new LlamaEngine(llama, model, context, sequences, policy, opts, threads, {llama: opts.llama === undefined, model: opts.model === undefined});
   }
 
   tokenize(text: string, opts: {special: boolean}): number[] {
@@ -251,8 +257,8 @@ export class LlamaEngine implements Engine {
       this.logger.info("held conversations written to the disk tier", {states: written});
     }
     await this.context.dispose();
-    await this.model.dispose();
-    await this.llama.dispose();
+    if (this.owns.model) await this.model.dispose();
+    if (this.owns.llama) await this.llama.dispose();
   }
 }
 
