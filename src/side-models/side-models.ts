@@ -125,5 +125,5 @@ export class SideModels {
 
 /** 400 for a side model sent to a route that does not serve its kind. */
 export function wrongRoute(runner: SideRunner, param = "model"): ApiError {
-  return invalidField(param, `${runner.id} is a ${runner.kind} model; send it to ${ROUTE_OF_KIND[runner.kind]}`);
+  return invalidField(param, `${runner.id} is ${/^[aeiou]/.test(runner.kind) ? "an" : "a"} ${runner.kind} model; send it to ${ROUTE_OF_KIND[runner.kind]}`);
 }

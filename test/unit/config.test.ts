@@ -274,10 +274,10 @@ describe("settings table", () => {
     assert.equal(lines.length, 2 + Object.keys(SETTINGS).length);
     assert.deepEqual(lines.slice(2).map((l) => /^\| `(SVC_[A-Z0-9_]+)` \|/.exec(l)?.[1]), Object.values(SETTINGS).map((s) => s.name));
   });
-  test("port row and a pending row are rendered exactly", () => {
+  test("port row and a side-model row are rendered exactly", () => {
     const lines = settingsTableMarkdown().split("\n");
     assert.ok(lines.includes("| `SVC_PORT` | `8731` | Port to listen on (0 picks a free port and logs it). |"));
-    assert.ok(lines.includes("| `SVC_NPU_QUEUE` | `64` | Side-model passes that may wait on the executor. *Read and validated now; takes effect with issue 7.* |"));
+    assert.ok(lines.includes("| `SVC_NPU_QUEUE` | `64` | Side-model passes that may wait on the executor. |"));
   });
   test("setting names are unique and all start with SVC_", () => {
     const names = Object.values(SETTINGS).map((s) => s.name);

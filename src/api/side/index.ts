@@ -4,9 +4,16 @@
 import type {FastifyInstance} from "fastify";
 import type {ServerDeps} from "../deps.ts";
 import type {SideModels} from "../../side-models/side-models.ts";
+import {registerEmbeddingsRoute} from "./embeddings/route.ts";
+import {registerClassifyRoute} from "./classify/route.ts";
+import {registerDecideRoute} from "./decide/route.ts";
+import {registerRerankRoute} from "./rerank/route.ts";
+import {registerModerationRoute} from "./moderations/route.ts";
 
 export function registerSideRoutes(app: FastifyInstance, deps: ServerDeps, side: SideModels): void {
-  void app;
-  void deps;
-  void side;
+  registerEmbeddingsRoute(app, deps, side);
+  registerClassifyRoute(app, deps, side);
+  registerDecideRoute(app, deps, side);
+  registerRerankRoute(app, deps, side);
+  registerModerationRoute(app, deps, side);
 }
