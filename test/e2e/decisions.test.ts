@@ -3,23 +3,9 @@
 // its edge, wrong pairings, and SVC_NPU_DEC_RESUME 0 / 1 / 2 giving bit-identical answers.
 
 import assert from "node:assert/strict";
-import {request} from "node:http";
 import {after, before, describe, test} from "node:test";
-import {post, readSse, startServer, TIMING_FIELDS, type RunningServer} from "./harness.ts";
+import {post, readSse, startServer, TIMING_FIELDS, type RunningServer, longPost} from "./harness.ts";
 
-/** POST without fetch's 300-second header timeout: a prompt of thousands of tokens on a busy 2-core machine can take longer. */
-function longPost(url: string, body: unknown): Promise<{status: number; body: any; text: string}> {
-  return new Promise((resolve, reject) => {
-    const req = request(url, {method: "POST", headers: {"content-type": "application/json"}}, (res) => {
-      let text = "";
-      res.setEncoding("utf8");
-      res.on("data", (c: string) => (text += c));
-      res.on("end", () => resolve({status: res.statusCode ?? 0, body: JSON.parse(text), text}));
-    });
-    req.on("error", reject);
-    req.end(JSON.stringify(body));
-  });
-}
 
 let s0: RunningServer;
 let s1: RunningServer;

@@ -2,6 +2,7 @@
 // and hands tests its address, its log lines and an OpenAI client pointed at it.
 
 import {spawn, type ChildProcess} from "node:child_process";
+import {request} from "node:http";
 import {fileURLToPath} from "node:url";
 import OpenAI from "openai";
 
@@ -117,3 +118,17 @@ export async function readSse(res: Response): Promise<{raw: string; data: any[]}
 }
 
 export const TIMING_FIELDS = ["prompt_n", "prompt_ms", "prompt_per_second", "predicted_n", "predicted_ms", "predicted_per_second", "cache_n", "draft_n", "draft_n_accepted"];
+
+/** POST without fetch's 300-second header timeout: a prompt of thousands of tokens on a busy 2-core machine can take longer. */
+export function longPost(url: string, body: unknown): Promise<{status: number; body: any; text: string}> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, {method: "POST", headers: {"content-type": "application/json"}}, (res) => {
+      let text = "";
+      res.setEncoding("utf8");
+      res.on("data", (c: string) => (text += c));
+      res.on("end", () => resolve({status: res.statusCode ?? 0, body: JSON.parse(text), text}));
+    });
+    req.on("error", reject);
+    req.end(JSON.stringify(body));
+  });
+}

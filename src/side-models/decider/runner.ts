@@ -8,8 +8,8 @@
 // bit-identical whatever the mode.
 
 import {createHash} from "node:crypto";
-import {resolveModel} from "../../models/resolve.ts";
-import {assertChatMl, readingOf, type LabelReading, type Tokenizer} from "../lm/labels.ts";
+import {readingOf, type LabelReading, type Tokenizer} from "../lm/labels.ts";
+import {loadChatMlScorer} from "../lm/load.ts";
 import {LmScorer} from "../lm/scorer.ts";
 import type {SideModelDef} from "../registry.ts";
 import type {SideModelContext, SideRunner} from "../side-models.ts";
@@ -58,16 +58,8 @@ export class DeciderRunner implements SideRunner, Tokenizer {
   private constructor(readonly id: string, readonly path: string, private readonly scorer: LmScorer, private readonly ctx: SideModelContext) {}
 
   static async load(def: SideModelDef, ctx: SideModelContext): Promise<DeciderRunner> {
-    const resolved = await resolveModel(def.source, {modelsDir: ctx.modelsDir, logger: ctx.logger, progress: ctx.progress});
-    const model = await ctx.loadModel(resolved.path);
-    const scorer = await LmScorer.create(model, ctx, DECISION_LIMITS.maxPromptTokens + 1);
-    try {
-      assertChatMl(scorer, def.id);
-    } catch (err) {
-      await scorer.close();
-      throw err;
-    }
-    return new DeciderRunner(def.id, resolved.path, scorer, ctx);
+    const {path, scorer} = await loadChatMlScorer(def, ctx, DECISION_LIMITS.maxPromptTokens + 1);
+    return new DeciderRunner(def.id, path, scorer, ctx);
   }
 
   tokenize(text: string, special: boolean): number[] {

@@ -3,9 +3,9 @@
 // a cut of every plan, so inputs after the first reuse its KV exactly, and a batch (lm/batches.ts) runs in
 // one executor pass.
 
-import {resolveModel} from "../../models/resolve.ts";
 import {planPasses} from "../lm/batches.ts";
-import {assertChatMl, labelSet, readingOf, type LabelSet, type Tokenizer} from "../lm/labels.ts";
+import {labelSet, readingOf, type LabelSet, type Tokenizer} from "../lm/labels.ts";
+import {loadChatMlScorer} from "../lm/load.ts";
 import {LmScorer} from "../lm/scorer.ts";
 import type {SideModelDef} from "../registry.ts";
 import type {SideModelContext, SideRunner} from "../side-models.ts";
@@ -40,16 +40,8 @@ export class ModerationRunner implements SideRunner, Tokenizer {
   }
 
   static async load(def: SideModelDef, ctx: SideModelContext): Promise<ModerationRunner> {
-    const resolved = await resolveModel(def.source, {modelsDir: ctx.modelsDir, logger: ctx.logger, progress: ctx.progress});
-    const model = await ctx.loadModel(resolved.path);
-    const scorer = await LmScorer.create(model, ctx, MODERATION_LIMITS.maxPromptTokens + 1);
-    try {
-      assertChatMl(scorer, def.id);
-    } catch (err) {
-      await scorer.close();
-      throw err;
-    }
-    return new ModerationRunner(def.id, resolved.path, scorer, ctx);
+    const {path, scorer} = await loadChatMlScorer(def, ctx, MODERATION_LIMITS.maxPromptTokens + 1);
+    return new ModerationRunner(def.id, path, scorer, ctx);
   }
 
   tokenize(text: string, special: boolean): number[] {

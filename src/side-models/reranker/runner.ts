@@ -6,9 +6,9 @@
 // so the prompt is cut where the document starts: each document after the first reuses that prefix's KV
 // exactly (scorer reuse + boundary), and a batch (lm/batches.ts) scores its documents in one executor pass.
 
-import {resolveModel} from "../../models/resolve.ts";
 import {planPasses} from "../lm/batches.ts";
-import {assertChatMl, CHATML, labelSet, PromptBuilder, readingOf, type LabelSet, type Tokenizer} from "../lm/labels.ts";
+import {CHATML, labelSet, PromptBuilder, readingOf, type LabelSet, type Tokenizer} from "../lm/labels.ts";
+import {loadChatMlScorer} from "../lm/load.ts";
 import {LmScorer} from "../lm/scorer.ts";
 import type {SideModelDef} from "../registry.ts";
 import type {SideModelContext, SideRunner} from "../side-models.ts";
@@ -44,16 +44,8 @@ export class RerankerRunner implements SideRunner, Tokenizer {
   }
 
   static async load(def: SideModelDef, ctx: SideModelContext): Promise<RerankerRunner> {
-    const resolved = await resolveModel(def.source, {modelsDir: ctx.modelsDir, logger: ctx.logger, progress: ctx.progress});
-    const model = await ctx.loadModel(resolved.path);
-    const scorer = await LmScorer.create(model, ctx, RERANK_LIMITS.maxPairTokens + 1);
-    try {
-      assertChatMl(scorer, def.id);
-    } catch (err) {
-      await scorer.close();
-      throw err;
-    }
-    return new RerankerRunner(def.id, resolved.path, scorer, ctx);
+    const {path, scorer} = await loadChatMlScorer(def, ctx, RERANK_LIMITS.maxPairTokens + 1);
+    return new RerankerRunner(def.id, path, scorer, ctx);
   }
 
   tokenize(text: string, special: boolean): number[] {
