@@ -11,7 +11,8 @@ export type ErrorKind =
   | "unprocessable"       // 422: a malformed POST /v1/decide body (the spec's status for that route)
   | "client_closed"       // 499: the client hung up; the work was cancelled
   | "server_error"        // 500: our own failure; the message says what
-  | "engine_busy";        // 503: could not start within SVC_QUEUE_TIMEOUT
+  | "engine_busy"         // 503: could not start within SVC_QUEUE_TIMEOUT
+  | "insufficient_memory"; // 503: a side-model request needs memory the host does not have (the server keeps running)
 
 interface KindInfo {status: number; type: string; code: string | null}
 
@@ -26,6 +27,7 @@ const KINDS: Record<ErrorKind, KindInfo> = {
   client_closed: {status: 499, type: "client_closed_request", code: "client_closed"},
   server_error: {status: 500, type: "server_error", code: null},
   engine_busy: {status: 503, type: "server_error", code: "engine_busy"},
+  insufficient_memory: {status: 503, type: "server_error", code: "insufficient_memory"},
 };
 
 export class ApiError extends Error {

@@ -7,7 +7,8 @@
 // marks (the end of a shared text), and a prefix is reused only up to a cut both plans share. A token's KV
 // then never depends on whether it was computed now or by an earlier call.
 
-import type {LlamaContext, LlamaContextSequence, LlamaModel, Token} from "node-llama-cpp";
+import {InsufficientMemoryError, type LlamaContext, type LlamaContextSequence, type LlamaModel, type Token} from "node-llama-cpp";
+import {ApiError} from "../../core/errors.ts";
 import {emptyMemory, piecesFrom, planCuts, reusable, type RegionMemory} from "../../engine/kv/region-memory.ts";
 import {neverShift} from "../../engine/llama/context-overflow.ts";
 import type {SideModelContext} from "../side-models.ts";
@@ -43,16 +44,26 @@ export class LmScorer {
     private readonly side: SideModelContext) {}
 
   static async create(model: LlamaModel, side: SideModelContext, contextSize: number): Promise<LmScorer> {
-    const context = await model.createContext({
-      sequences: 1,
-      // One cell past the training context: node-llama-cpp keeps the last cell free, so this is what lets a
-      // prompt use every trained position (0 .. trainContextSize-1), as the decision limit of 8,192 needs.
-      contextSize: Math.min(contextSize, model.trainContextSize + 1),
-      batchSize: PIECE,
-      threads: {ideal: side.threads, min: 1},
-      flashAttention: false,
-      failedCreationRemedy: false,
-    });
+    let context: LlamaContext;
+    try {
+      context = await model.createContext({
+        sequences: 1,
+        // One cell past the training context: node-llama-cpp keeps the last cell free, so this is what lets a
+        // prompt use every trained position (0 .. trainContextSize-1), as the decision limit of 8,192 needs.
+        contextSize: Math.min(contextSize, model.trainContextSize + 1),
+        batchSize: PIECE,
+        threads: {ideal: side.threads, min: 1},
+        flashAttention: false,
+        failedCreationRemedy: false,
+      });
+    } catch (err) {
+      // A context made for one request (a watched reply) that does not fit is that request's 503, not the server's end.
+      if (err instanceof InsufficientMemoryError) {
+        throw new ApiError("insufficient_memory", `the side model needs a ${contextSize}-position context and the host has not the memory for it now: ${err.message}; retry later`,
+          {headers: {"Retry-After": "5"}});
+      }
+      throw err;
+    }
     return new LmScorer(model, context, context.getSequence(), side);
   }
 

@@ -29,6 +29,7 @@ const BY_KIND: Record<ErrorKind, AnthropicErrorType> = {
   client_closed: "api_error",
   server_error: "api_error",
   engine_busy: "overloaded_error",
+  insufficient_memory: "overloaded_error",
 };
 
 /** For a status with no kind of its own (defensive: every ApiError has a kind today). */
