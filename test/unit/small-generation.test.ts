@@ -190,19 +190,36 @@ describe("gatedRun: every decode step is one executor pass", () => {
     await blocker;
   });
 
-  test("a step refused for the timeout fails the run with 503 and closes the inner run", async () => {
+  test("a first step refused for the timeout fails the run with 503 and closes the inner run", async () => {
     const ex = new SideExecutor({queueLimit: 64, timeoutMs: 30});
-    const {run, returned} = fakeRun([{kind: "token", token: 1}, {kind: "token", token: 2}], {reason: "length"}, () => true, []);
-    const gated = gatedRun(run, ex, new AbortController().signal);
-    assert.deepEqual((await gated.next()).value, {kind: "token", token: 1});
+    const seen: boolean[] = [];
+    const {run} = fakeRun([{kind: "token", token: 1}, {kind: "token", token: 2}], {reason: "length"}, () => true, seen);
     let release!: () => void;
     const blocker = ex.run(() => new Promise<void>((r) => (release = r)));
+    const gated = gatedRun(run, ex, new AbortController().signal);
     const err = await gated.next().catch((e: unknown) => e);
     assert.ok(err instanceof ApiError);
     assert.equal(err.code, "engine_busy");
     assert.equal(err.headers["Retry-After"], "1");
-    assert.equal(returned(), true, "the started inner run was ended (its cleanup ran)");
+    assert.deepEqual(seen, [], "no step of the inner run was evaluated");
+    assert.equal((await run.next()).done, true, "the inner run was closed, so it can never evaluate later");
+    assert.equal((await gated.next()).done, true);
     release();
     await blocker;
+  });
+
+  test("a later step of a reply under way waits past the timeout instead of failing the half-sent reply", async () => {
+    const ex = new SideExecutor({queueLimit: 64, timeoutMs: 30});
+    const {run} = fakeRun([{kind: "token", token: 1}, {kind: "token", token: 2}], {reason: "length"}, () => true, []);
+    const gated = gatedRun(run, ex, new AbortController().signal);
+    assert.deepEqual((await gated.next()).value, {kind: "token", token: 1});
+    let release!: () => void;
+    const blocker = ex.run(() => new Promise<void>((r) => (release = r)));
+    const second = gated.next();
+    await new Promise((r) => setTimeout(r, 90));
+    release();
+    await blocker;
+    assert.deepEqual((await second).value, {kind: "token", token: 2}, "the step ran once the device was free, 3x past the timeout");
+    assert.equal(ex.status().refused, 0);
   });
 });
