@@ -33,6 +33,7 @@ import {DEFAULT_MAIN_MODEL_SPEC} from "../src/models/known-files.ts";
 import {resolveModel} from "../src/models/resolve.ts";
 import {createLogger} from "../src/observability/log.ts";
 import {ChatTemplate, type TemplateMessage} from "../src/templates/chat-template.ts";
+import {COPY_PROMPTS, DETERMINISM_PROMPTS} from "./speculation-prompts.ts";
 
 const MAX_TOKENS = Number(process.env.SPEC_MAX_TOKENS ?? 96);
 // One thread by default: on a 2-core box shared with other workers, two ggml threads spin-waiting on each
@@ -45,57 +46,14 @@ const CTX = 1024;
 // drafts only add refuted rows; a 2-token pattern halves the drafts that get refuted.
 const TUNED = {patternLength: {min: 2}, predictionLength: {min: 1, max: 1}};
 const PROBE_STEPS = 24;
+// SPEC_FLASH=1 runs the modes on a context with flash attention on (what SVC_FLASH_ATTENTION=1 gives the engine).
+const FLASH = process.env.SPEC_FLASH === "1";
+// SPEC_MODES=a,b2,d picks modes (a, the reference, is always run).
 
-// --- prompts ---------------------------------------------------------------------------------------------
+// --- prompts (bench/speculation-prompts.ts) ------------------------------------------------------------
 
-// The 20 determinism prompts (test/e2e/determinism.test.ts, turn 1).
-const SYSTEM = "You are a concise assistant. Answer in two or three sentences.";
-const TOPICS = ["tides", "rainbows", "sourdough", "magnets", "glaciers", "fireflies", "compost", "echoes", "lighthouses", "coral",
-  "thunder", "yeast", "kites", "moss", "comets", "bridges", "owls", "clay", "fog", "bamboo"];
-const determinism = TOPICS.map((t) => ({name: t, group: "det" as const,
-  messages: [{role: "system", content: SYSTEM}, {role: "user", content: `Explain ${t} to a child.`}] as TemplateMessage[]}));
-
-// Prompts whose answer copies long stretches of the prompt.
-const CODE_PY = `def summarize(orders):
-    total = 0
-    count = 0
-    for order in orders:
-        if order["status"] != "paid":
-            continue
-        total += order["amount"]
-        count += 1
-    average = total / count if count else 0
-    return {"total": total, "count": count, "average": average}`;
-const CODE_JS = `function parseConfig(text) {
-  const lines = text.split("\\n");
-  const config = {};
-  for (const line of lines) {
-    const trimmed = line.trim();
-    if (trimmed === "" || trimmed.startsWith("#")) continue;
-    const [key, value] = trimmed.split("=");
-    config[key.trim()] = value.trim();
-  }
-  return config;
-}`;
-const JSON_CFG = `{
-  "name": "inventory-service",
-  "version": "2.4.1",
-  "port": 3000,
-  "database": {"host": "db.internal", "port": 5432, "user": "inventory"},
-  "features": ["search", "export", "audit"],
-  "logLevel": "info"
-}`;
-const PARAGRAPH = "The old mill stood at the edge of the village, where the river bent twice before reaching the sea. " +
-  "Every morning the miller opened the heavy wooden doors, checked the stones, and listened to the water turning the great wheel. " +
-  "Children from the school would stop by in the afternoon to watch the flour pour into the sacks.";
-const LIST = "- apples, 4\n- bread, 2 loaves\n- milk, 1 litre\n- eggs, 12\n- butter, 250 g\n- rice, 1 kg\n- tomatoes, 6\n- cheese, 200 g";
-const copy = [
-  {name: "py-rename", text: `Repeat this Python function exactly, but rename the variable total to amount_sum everywhere.\n\n${CODE_PY}`},
-  {name: "js-fix", text: `Rewrite this JavaScript function with one change: skip lines that start with ";" as well as "#". Output the whole function.\n\n${CODE_JS}`},
-  {name: "json-port", text: `Rewrite this JSON with "port": 3000 changed to "port": 8080. Output the whole JSON.\n\n${JSON_CFG}`},
-  {name: "para-copy", text: `Copy this paragraph word for word.\n\n${PARAGRAPH}`},
-  {name: "list-edit", text: `Repeat this shopping list, changing the number of eggs to 6.\n\n${LIST}`},
-].map((p) => ({name: p.name, group: "copy" as const, messages: [{role: "user", content: p.text}] as TemplateMessage[]}));
+const determinism = DETERMINISM_PROMPTS;
+const copy = COPY_PROMPTS;
 
 type Group = "det" | "copy";
 interface Prompt { name: string; group: Group; tokens: Token[] }
@@ -154,7 +112,7 @@ class Recorder extends TokenPredictor {
 
 // --- modes -----------------------------------------------------------------------------------------------
 
-type ModeId = "a" | "b1" | "b2" | "c" | "d" | "e";
+type ModeId = "a" | "b1" | "b2" | "c" | "d" | "e" | "f";
 interface Mode {
   id: ModeId;
   label: string;
@@ -200,7 +158,8 @@ async function generate(seq: LlamaContextSequence, model: LlamaModel, prompt: To
   return {tokens: out, firstAt, lastAt, maxAcceptedPerStep};
 }
 
-const firstDiff = (x: readonly number[], y: readonly number[]) => {
+const firstDiff = (x: readonly number[] | undefined, y: readonly number[] | undefined) => {
+  if (!x || !y) return -2; // a mode not run
   const n = Math.max(x.length, y.length);
   for (let i = 0; i < n; i++) if (x[i] !== y[i]) return i;
   return -1;
@@ -312,8 +271,11 @@ async function main(): Promise<void> {
     mk("c", "lookup, 1-token drafts {predictionLength:{max:1}}", new Recorder(new InputLookupTokenPredictor({predictionLength: {min: 1, max: 1}}), null)),
     mk("d", "no lookup, filler draft every step (2-token steps)", new Recorder(null, filler)),
     mk("e", "lookup default, filler when no draft (>=2-token steps)", new Recorder(new InputLookupTokenPredictor(), filler)),
+    mk("f", `plain greedy with flash attention ${FLASH ? "off" : "on"} (the other setting)`, null),
   ];
 
+  const picked = new Set((process.env.SPEC_MODES ?? "a,b1,b2,c,d,e").split(",").map((m) => m.trim()));
+  for (let i = modes.length - 1; i > 0; i--) if (!picked.has(modes[i]!.id)) modes.splice(i, 1);
   const batchLog: {log: number[] | null} = {log: null};
   const newContext = (flashAttention: boolean, sequences: number) => model.createContext({
     sequences, contextSize: CTX, batchSize: 512, threads: {ideal: threads, min: 1}, flashAttention, failedCreationRemedy: false,
@@ -327,13 +289,14 @@ async function main(): Promise<void> {
       }).filter((p) => p.processAmount > 0);
     }},
   });
-  const context: LlamaContext = await newContext(false, modes.length + 2); // + helper and the probe's second sequence
-  for (const m of modes) m.seq = context.getSequence(m.predictor ? {tokenPredictor: m.predictor} : {});
+  const context: LlamaContext = await newContext(FLASH, modes.length + 2); // + helper and the probe's second sequence
+  const otherFlash = modes.some((m) => m.id === "f") ? await newContext(!FLASH, 1) : null;
+  for (const m of modes) m.seq = m.id === "f" ? otherFlash!.getSequence() : context.getSequence(m.predictor ? {tokenPredictor: m.predictor} : {});
   const helper = context.getSequence();
 
   const lengths = selected.map((p) => p.tokens.length);
   console.log(`svc speculation bench: ${resolved.path.split("/").pop()}, llama.cpp ${llama.llamaCppRelease.release}, ` +
-    `${cpus()[0]?.model ?? "cpu"}, ${threads} thread(s), flash attention off; ${selected.length} prompts ` +
+    `${cpus()[0]?.model ?? "cpu"}, ${threads} thread(s), flash attention ${FLASH ? "on" : "off"}; ${selected.length} prompts ` +
     `(${selected.filter((p) => p.group === "copy").length} copy), prompt ${Math.min(...lengths)}-${Math.max(...lengths)} tokens, ` +
     `up to ${MAX_TOKENS} generated`);
   if (Math.max(...lengths) + MAX_TOKENS + 16 > CTX || Math.max(...lengths) > 512) throw new Error("a prompt is too long for the bench's context/batch");
@@ -407,6 +370,15 @@ async function main(): Promise<void> {
   console.log(`\ndecode step cost by batch size (same sequence, a logit sampled on every row): ${costs.join(", ")}`);
 
   // --- logits probe ---
+  if (FLASH) {
+    console.log("\n(logits probe skipped under SPEC_FLASH=1: it compares flash attention off against on itself)");
+    console.log(`\ntotal ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+    await otherFlash?.dispose();
+    await context.dispose();
+    await model.dispose();
+    await llama.dispose();
+    return;
+  }
   const probePrompts = [selected[0]!, selected[Math.min(1, selected.length - 1)]!, ...selected.filter((p) => p.group === "copy").slice(0, 2)];
   const fa = await newContext(true, 2);
   const [faAlone, faOther] = [fa.getSequence(), fa.getSequence()];
@@ -428,6 +400,7 @@ async function main(): Promise<void> {
 
   console.log(`\ntotal ${((performance.now() - t0) / 1000).toFixed(0)} s`);
   await fa.dispose();
+  await otherFlash?.dispose();
   await context.dispose();
   await model.dispose();
   await llama.dispose();

@@ -66,7 +66,7 @@ export async function createApp(config: Config, logger: Logger): Promise<App> {
   const sideEntries = parseSideModels(config.npuModels);
   const resolved = await resolveModel(config.model, {modelsDir: config.modelsDir, logger, progress: config.progress});
   logger.info("model ready", {path: resolved.path, sha256: resolved.sha256 ?? "not hashed (local path)"});
-  const identity = await stateIdentity(resolved.path, resolved.sha256, config.ctxSize);
+  const identity = await stateIdentity(resolved.path, resolved.sha256, config.ctxSize, config.flashAttention);
   const disk = config.cacheDir && config.promptCache
     ? await DiskStore.open({dir: join(config.cacheDir, "kv"), budgetBytes: config.cacheDiskMb * 1024 * 1024, identity, logger})
     : null;
@@ -78,6 +78,8 @@ export async function createApp(config: Config, logger: Logger): Promise<App> {
     promptPiece: config.promptPiece,
     promptCache: config.promptCache,
     threads: config.threads,
+    flashAttention: config.flashAttention,
+    speculation: config.speculation,
     logger,
   });
   if (engine.info.contextSize < config.ctxSize) {

@@ -34,6 +34,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   const unknown = Object.keys(env).filter((k) => k.startsWith("SVC_") && !Object.values(SETTINGS).some((s) => s.name === k));
   for (const name of unknown) problems.push(`${name}: not a setting of this server (see the settings table in README.md)`);
+  if (out.speculation === "on" && out.flashAttention === false) {
+    problems.push("SVC_SPECULATION=on needs SVC_FLASH_ATTENTION=1: with flash attention off, a draft row changes the numbers of the row before it, " +
+      "so greedy output would no longer be exact (use SVC_SPECULATION=off or turn flash attention on)");
+  }
   if (problems.length > 0) throw new ConfigError(problems);
   out.modelsDir = expandHome(out.modelsDir as string);
   if (typeof out.cacheDir === "string") out.cacheDir = expandHome(out.cacheDir);

@@ -19,6 +19,8 @@ export interface EngineInfo {
   regions: number;
   promptPiece: number;
   threads: number;
+  flashAttention: boolean;
+  speculation: SpeculationInfo;
   vocabSize: number;
   bosToken: number | null;
   eosToken: number | null;
@@ -31,6 +33,17 @@ export interface EngineInfo {
   chatTemplate: string | null;
 }
 
+/** Prompt-lookup speculation as the engine runs it. */
+export interface SpeculationInfo {
+  mode: "auto" | "on" | "off";
+  /** Whether eligible greedy runs get a drafter (auto decides per step whether to send a draft). */
+  active: boolean;
+  /** A 2-token decode step's cost over a 1-token step's, measured at load; null when not measured. */
+  stepCost: number | null;
+  /** Why it is not active. */
+  reason: string | null;
+}
+
 /** Filled in by a decode as it runs; read by the pipeline for timings and usage. */
 export interface DecodeStats {
   promptTokens: number;
@@ -39,6 +52,9 @@ export interface DecodeStats {
   promptMs: number;
   predictedTokens: number;
   predictedMs: number;
+  /** Prompt-lookup draft tokens evaluated (verified or refuted), and those verified. */
+  draftTokens: number;
+  draftAccepted: number;
 }
 
 /** The model's own log probability of a generated token, and of the most likely alternatives. */

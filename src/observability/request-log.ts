@@ -1,6 +1,7 @@
 // The per-request log line: one line when a generation request ends, with what an operator needs to see
 // at a glance: status, the cached share of the prompt, how many prompt tokens were new (and the prefill
-// rate once enough were processed to mean something), decode speed, region and pool occupancy.
+// rate once enough were processed to mean something), decode speed, prompt-lookup drafts when there were
+// any, region and pool occupancy.
 
 import type {Timings} from "../core/generation.ts";
 import type {Logger} from "./log.ts";
@@ -36,6 +37,8 @@ export function requestLogFields(r: RequestRecord): Record<string, unknown> {
     if (t.prompt_n >= PREFILL_RATE_FLOOR) f.prefill_tps = Math.round(t.prompt_per_second);
     f.gen = t.predicted_n;
     if (t.predicted_n > 1) f.decode_tps = Math.round(t.predicted_per_second * 10) / 10;
+    // Only when speculation ran: accepted/proposed draft tokens.
+    if (t.draft_n > 0) f.draft = `${t.draft_n_accepted}/${t.draft_n}`;
     f.ttft_ms = Math.round(t.prompt_ms);
   }
   if (r.cache) f.cache = r.cache;

@@ -371,8 +371,8 @@ export function timingsOf(s: DecodeStats): Timings {
     predicted_ms: round(s.predictedMs),
     predicted_per_second: perSecond(s.predictedTokens, s.predictedMs),
     cache_n: s.cachedTokens,
-    draft_n: 0,
-    draft_n_accepted: 0,
+    draft_n: s.draftTokens,
+    draft_n_accepted: s.draftAccepted,
   };
 }
 

@@ -2,11 +2,15 @@
 // a time, is the reference; the cached server must give the same bytes for the same 20 prompts run four at
 // a time, run again warm (resumed from the previous run's state), and as follow-up turns resumed after a
 // sealed reply. See src/engine/kv/region-memory.ts for why this holds.
+//
+// Three setups: flash attention on (the default), off (SVC_FLASH_ATTENTION=0), and on with prompt-lookup
+// speculation forced on for the cached server (SVC_SPECULATION=on) against a reference without it; the last
+// also runs prompts that copy their input, where drafts are accepted, and hangs up in the middle of drafting.
 
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
 import type OpenAI from "openai";
-import {startServer, type RunningServer} from "./harness.ts";
+import {get, startServer, type RunningServer} from "./harness.ts";
 
 type Msg = OpenAI.Chat.Completions.ChatCompletionMessageParam;
 
@@ -16,63 +20,148 @@ const TOPICS = ["tides", "rainbows", "sourdough", "magnets", "glaciers", "firefl
 const turn1 = (topic: string): Msg[] => [{role: "system", content: SYSTEM}, {role: "user", content: `Explain ${topic} to a child.`}];
 const turn2 = (topic: string, reply: string): Msg[] => [...turn1(topic), {role: "assistant", content: reply}, {role: "user", content: "Why does that happen?"}];
 
+// Answers that copy long stretches of the prompt: where prompt lookup has something to propose.
+const PARAGRAPH = "The old mill stood at the edge of the village, where the river bent twice before reaching the sea. " +
+  "Every morning the miller opened the heavy wooden doors, checked the stones, and listened to the water turning the great wheel.";
+const LIST = "- apples, 4\n- bread, 2 loaves\n- milk, 1 litre\n- eggs, 12\n- butter, 250 g\n- rice, 1 kg\n- tomatoes, 6\n- cheese, 200 g";
+const JSON_CFG = '{\n  "name": "inventory-service",\n  "version": "2.4.1",\n  "port": 3000,\n  "features": ["search", "export", "audit"]\n}';
+const COPY: Msg[][] = [
+  [{role: "user", content: `Copy this paragraph word for word.\n\n${PARAGRAPH}`}],
+  [{role: "user", content: `Repeat this shopping list, changing the number of eggs to 6.\n\n${LIST}`}],
+  [{role: "user", content: `Rewrite this JSON with "port": 3000 changed to "port": 8080. Output the whole JSON.\n\n${JSON_CFG}`}],
+];
+
 interface Out {
   text: string;
   prompt: number;
   completion: number;
   cached: number;
+  draft: number;
+  accepted: number;
 }
 
-async function greedy(server: RunningServer, messages: Msg[]): Promise<Out> {
-  const r = await server.client.chat.completions.create({model: "m", messages, max_tokens: 32, temperature: 0});
+async function greedy(server: RunningServer, messages: Msg[], maxTokens = 32): Promise<Out> {
+  const r = await server.client.chat.completions.create({model: "m", messages, max_tokens: maxTokens, temperature: 0});
+  const timings = (r as unknown as {timings: {draft_n: number; draft_n_accepted: number}}).timings;
   return {text: r.choices[0]!.message.content!, prompt: r.usage!.prompt_tokens, completion: r.usage!.completion_tokens,
-    cached: r.usage!.prompt_tokens_details!.cached_tokens!};
+    cached: r.usage!.prompt_tokens_details!.cached_tokens!, draft: timings.draft_n, accepted: timings.draft_n_accepted};
 }
 
-describe("exact greedy output", () => {
-  let cold: RunningServer;
-  let cached: RunningServer;
-  const reference1: Out[] = [];
-  const reference2: Out[] = [];
-  before(async () => {
-    cold = await startServer({SVC_PROMPT_CACHE: "0", SVC_PARALLEL: "1"});
-    for (const t of TOPICS) reference1.push(await greedy(cold, turn1(t)));
-    for (const [i, t] of TOPICS.entries()) reference2.push(await greedy(cold, turn2(t, reference1[i]!.text)));
-    await cold.stop();
-    cached = await startServer({SVC_PARALLEL: "4"});
-  });
-  after(async () => {
-    await cold?.stop();
-    await cached?.stop();
-  });
+async function metric(server: RunningServer, name: string): Promise<number> {
+  const text = await (await fetch(`${server.url}/metrics`)).text();
+  const line = text.split("\n").find((l) => l.startsWith(`${name} `));
+  assert.ok(line, `${name} is in /metrics`);
+  return Number(line.split(" ")[1]);
+}
 
-  test("the reference reuses nothing", () => {
-    assert.ok([...reference1, ...reference2].every((o) => o.cached === 0));
-  });
+function exactGreedy(label: string, env: Record<string, string>, speculation: boolean): void {
+  describe(`exact greedy output: ${label}`, () => {
+    let cold: RunningServer;
+    let cached: RunningServer;
+    const reference1: Out[] = [];
+    const reference2: Out[] = [];
+    const referenceCopy: Out[] = [];
+    /** Every answer of the cached server, for the draft counters. */
+    const seen: Out[] = [];
+    const ask = async (messages: Msg[], maxTokens?: number) => {
+      const o = await greedy(cached, messages, maxTokens);
+      seen.push(o);
+      return o;
+    };
+    before(async () => {
+      cold = await startServer({...env, SVC_PROMPT_CACHE: "0", SVC_PARALLEL: "1", ...(speculation ? {SVC_SPECULATION: "off"} : {})});
+      for (const t of TOPICS) reference1.push(await greedy(cold, turn1(t)));
+      for (const [i, t] of TOPICS.entries()) reference2.push(await greedy(cold, turn2(t, reference1[i]!.text)));
+      if (speculation) for (const m of COPY) referenceCopy.push(await greedy(cold, m, 96));
+      await cold.stop();
+      cached = await startServer({...env, SVC_PARALLEL: "4", ...(speculation ? {SVC_SPECULATION: "on"} : {})});
+    });
+    after(async () => {
+      await cold?.stop();
+      await cached?.stop();
+    });
 
-  test("four at a time on the cached server: the same bytes for all 20 prompts", async () => {
-    const out: Out[] = [];
-    for (let i = 0; i < TOPICS.length; i += 4) out.push(...(await Promise.all(TOPICS.slice(i, i + 4).map((t) => greedy(cached, turn1(t))))));
-    TOPICS.forEach((t, i) => assert.equal(out[i]!.text, reference1[i]!.text, `"${t}" batched`));
-    assert.ok(out.some((o) => o.cached > 0), "the shared system message was reused along the way");
-  });
+    test("the reference reuses nothing and drafts nothing", () => {
+      assert.ok([...reference1, ...reference2, ...referenceCopy].every((o) => o.cached === 0 && o.draft === 0 && o.accepted === 0));
+    });
 
-  test("again, warm (resumed from the states the first run left): the same bytes", async () => {
-    let reused = 0;
-    for (const [i, t] of TOPICS.entries()) {
-      const o = await greedy(cached, turn1(t));
-      assert.equal(o.text, reference1[i]!.text, `"${t}" warm`);
-      reused += o.cached;
-    }
-    assert.ok(reused > 0);
-  });
+    test("four at a time on the cached server: the same bytes for all 20 prompts", async () => {
+      const out: Out[] = [];
+      for (let i = 0; i < TOPICS.length; i += 4) out.push(...(await Promise.all(TOPICS.slice(i, i + 4).map((t) => ask(turn1(t))))));
+      TOPICS.forEach((t, i) => assert.equal(out[i]!.text, reference1[i]!.text, `"${t}" batched`));
+      assert.ok(out.some((o) => o.cached > 0), "the shared system message was reused along the way");
+    });
 
-  test("follow-up turns resumed after the sealed reply: the same bytes", async () => {
-    for (const [i, t] of TOPICS.entries()) {
-      const first = await greedy(cached, turn1(t));
-      const second = await greedy(cached, turn2(t, first.text));
-      assert.ok(second.cached >= first.prompt + first.completion, `"${t}": turn 2 reused ${second.cached} of ${first.prompt}+${first.completion}`);
-      assert.equal(second.text, reference2[i]!.text, `"${t}" turn 2`);
-    }
+    test("again, warm (resumed from the states the first run left): the same bytes", async () => {
+      let reused = 0;
+      for (const [i, t] of TOPICS.entries()) {
+        const o = await ask(turn1(t));
+        assert.equal(o.text, reference1[i]!.text, `"${t}" warm`);
+        reused += o.cached;
+      }
+      assert.ok(reused > 0);
+    });
+
+    test("follow-up turns resumed after the sealed reply: the same bytes", async () => {
+      for (const [i, t] of TOPICS.entries()) {
+        const first = await ask(turn1(t));
+        const second = await ask(turn2(t, first.text));
+        assert.ok(second.cached >= first.prompt + first.completion, `"${t}": turn 2 reused ${second.cached} of ${first.prompt}+${first.completion}`);
+        assert.equal(second.text, reference2[i]!.text, `"${t}" turn 2`);
+      }
+    });
+
+    if (!speculation) return;
+
+    test("answers that copy the prompt: drafts are accepted, and the bytes are the reference's, alone and three at a time", async () => {
+      const alone: Out[] = [];
+      for (const m of COPY) alone.push(await ask(m, 96));
+      const together = await Promise.all(COPY.map((m) => ask(m, 96)));
+      for (const [i, o] of [...alone, ...together].entries()) assert.equal(o.text, referenceCopy[i % COPY.length]!.text, `copy prompt ${i % COPY.length}`);
+      for (const o of alone) assert.ok(o.accepted <= o.draft, `accepted ${o.accepted} of ${o.draft}`);
+      const accepted = alone.reduce((n, o) => n + o.accepted, 0);
+      assert.ok(accepted >= 10, `drafts accepted on the copy prompts: ${accepted}`);
+    });
+
+    test("timings add up in /metrics, and /health says speculation is on", async () => {
+      assert.ok(seen.some((o) => o.draft > 0 && o.accepted < o.draft), "some drafts were refuted too");
+      assert.equal(await metric(cached, "svc:draft_tokens_total"), seen.reduce((n, o) => n + o.draft, 0));
+      assert.equal(await metric(cached, "svc:draft_tokens_accepted_total"), seen.reduce((n, o) => n + o.accepted, 0));
+      const health = (await get(`${cached.url}/health`)).body;
+      assert.equal(health.engine.flash_attention, true);
+      assert.equal(health.engine.speculation.mode, "on");
+      assert.equal(health.engine.speculation.active, true);
+      assert.ok(health.engine.speculation.step_cost > 0);
+    });
+
+    test("hang-ups in the middle of drafting leave no busy region and no stray draft in the state", async () => {
+      for (let i = 0; i < 6; i++) {
+        const controller = new AbortController();
+        const stream = await cached.client.chat.completions.create({model: "m", messages: COPY[i % COPY.length]!, max_tokens: 96, temperature: 0, stream: true},
+          {signal: controller.signal});
+        let chunks = 0;
+        try {
+          for await (const _ of stream) if (++chunks === 8 + i) controller.abort();
+        } catch (err) {
+          assert.ok(controller.signal.aborted, `only our abort ends the stream: ${String(err)}`);
+        }
+      }
+      let busy = -1;
+      for (let t = 0; t < 100 && busy !== 0; t++) {
+        busy = (await get(`${cached.url}/health`)).body.engine.busy_regions;
+        if (busy !== 0) await new Promise((r) => setTimeout(r, 100));
+      }
+      assert.equal(busy, 0);
+      // The regions the hang-ups left are reused by the same prompts: a draft left in a state would change these bytes.
+      for (const [i, m] of COPY.entries()) {
+        const o = await ask(m, 96);
+        assert.ok(o.cached > 0, `copy prompt ${i} resumed from a region the hang-ups left`);
+        assert.equal(o.text, referenceCopy[i]!.text, `copy prompt ${i} after the hang-ups`);
+      }
+    });
   });
-});
+}
+
+exactGreedy("flash attention on (default)", {}, false);
+exactGreedy("flash attention off", {SVC_FLASH_ATTENTION: "0"}, false);
+exactGreedy("prompt-lookup speculation on", {}, true);

@@ -85,6 +85,17 @@ describe("disk tier", () => {
     assert.equal(a.text, coldA);
   });
 
+  test("a state written with flash attention on is foreign to a server with it off: removed, never loaded", async () => {
+    await server!.stop();
+    assert.match(server!.logs.join("\n"), /held conversations written to the disk tier states=1/);
+    await start({SVC_FLASH_ATTENTION: "0"});
+    const r = await report();
+    assert.equal(r.disk.rejected, 1, "the state's identity says flash attention on");
+    assert.equal(r.disk.entries, 0);
+    const a = await chat(convA);
+    assert.equal(a.cached, 0);
+  });
+
   test("an unusable cache directory turns the tier off; the server starts and serves", async () => {
     await server!.stop();
     const file = join(dir, "plain-file");

@@ -2,18 +2,19 @@
 // library and model, so an upgrade that changes them fails here instead of silently mis-batching.
 
 import assert from "node:assert/strict";
-import {availableParallelism, homedir} from "node:os";
+import {availableParallelism, homedir, tmpdir} from "node:os";
 import {join} from "node:path";
 import {after, before, describe, test} from "node:test";
-import {getLlama, LlamaGrammarEvaluationState, type Llama, type LlamaContext, type LlamaModel, type Token} from "node-llama-cpp";
-import {acceptGrammarToken, copySequenceState, createEmbeddingsContext, grammarAcceptsText, pooledEmbedding, INTERNAL_MEMBERS, PINNED_NODE_LLAMA_CPP, queuedDecodes, sequenceIdOf, type QueuedDecodeView} from "../../src/engine/llama/internals.ts";
+import {getLlama, InputLookupTokenPredictor, LlamaGrammarEvaluationState, type Llama, type LlamaContext, type LlamaModel, type Token} from "node-llama-cpp";
+import {acceptGrammarToken, attachTokenPredictor, detachTokenPredictor, copySequenceState, createEmbeddingsContext, grammarAcceptsText, pooledEmbedding, INTERNAL_MEMBERS, PINNED_NODE_LLAMA_CPP, queuedDecodes, sequenceIdOf, type QueuedDecodeView} from "../../src/engine/llama/internals.ts";
 import {DEFAULT_MAIN_MODEL_SPEC} from "../../src/models/known-files.ts";
 import {resolveModel} from "../../src/models/resolve.ts";
 import {ensureConverted} from "../../src/models/hf-convert/convert.ts";
 import {resolveModelFolder} from "../../src/models/hf-convert/fetch-folder.ts";
 import {DEFAULT_EMBEDDING_SPEC} from "../../src/side-models/registry.ts";
 import {createMemoryLogger} from "../../src/observability/log.ts";
-import {readFileSync} from "node:fs";
+import {mkdtempSync, readFileSync, rmSync} from "node:fs";
+
 
 let llama: Llama;
 let model: LlamaModel;
@@ -37,7 +38,9 @@ describe("node-llama-cpp internals", () => {
     assert.deepEqual([...INTERNAL_MEMBERS].sort(), ["LlamaContext._queuedDecodes[].sequenceId", "LlamaContext._queuedDecodes[].tokens",
       "LlamaContextSequence._sequenceId", "LlamaGrammar._testText (tests only)",
       "Llama._bindings.AddonSampler.acceptGrammarEvaluationStateToken", "LlamaGrammarEvaluationState._state",
-      "LlamaContextSequence._copyStateFromOtherSequence", "LlamaModel.createContext({_embeddings})", "LlamaContext._ctx.getEmbedding"].sort());
+      "LlamaContextSequence._copyStateFromOtherSequence", "LlamaModel.createContext({_embeddings})", "LlamaContext._ctx.getEmbedding",
+      "LlamaContextSequence._tokenPredictor", "LlamaContextSequence._resetTokenPredictor", "LlamaContextSequence._tokenPredictorOwner",
+      "LlamaContextSequence._abortTokenPredictor"].sort());
   });
 
   test("LlamaGrammar._testText tells whole-text matches", async () => {
@@ -92,6 +95,67 @@ describe("node-llama-cpp internals", () => {
       await a.eraseContextTokenRanges([{start: cut, end: a.nextTokenIndex}]);
       assert.deepEqual(copied, await greedy(a), "the copied KV decodes exactly like the original");
       await assert.rejects(copySequenceState(a, b, 10_000), /copying a region's state failed/);
+    } finally {
+      await ctx.dispose();
+    }
+  });
+
+  test("a token predictor attached for one run drafts, verifies exactly, and leaves no drafted cell behind when detached", async () => {
+    const ctx = await model.createContext({sequences: 2, contextSize: 512, batchSize: 64, flashAttention: true});
+    const text = "- apples, 4\n- bread, 2 loaves\n- milk, 1 litre\n- eggs, 12\n- butter, 250 g\n- rice, 1 kg";
+    const prompt = model.tokenize(`<|im_start|>user\nCopy this list exactly.\n\n${text}<|im_end|>\n<|im_start|>assistant\n`, true) as Token[];
+    const N = 40;
+    const greedy = async (seq: ReturnType<LlamaContext["getSequence"]>, input: Token[], n: number, stopWhen?: () => boolean) => {
+      const out: Token[] = [];
+      const gen = seq.evaluate(input, {temperature: 0, yieldEogToken: true});
+      try {
+        while (out.length < n) {
+          const r = await gen.next();
+          if (r.done) break;
+          out.push(r.value);
+          if (stopWhen?.()) break;
+        }
+      } finally {
+        await gen.return(undefined);
+      }
+      return out;
+    };
+    try {
+      const seq = ctx.getSequence();
+      const reference = await greedy(seq, prompt, N);
+      await seq.clearHistory();
+
+      const lookup = new InputLookupTokenPredictor({patternLength: {min: 2}});
+      lookup.updateInputTokens(prompt);
+      attachTokenPredictor(seq, lookup);
+      assert.throws(() => attachTokenPredictor(seq, lookup), /already has a token predictor/);
+      const before = seq.tokenPredictions.validated;
+      // Stop right after a step whose draft was verified: the draft's KV cell is then in the state, unused.
+      const head = await greedy(seq, prompt, N, () => seq.tokenPredictions.validated > before);
+      assert.ok(seq.tokenPredictions.validated > before, "a draft was verified");
+      assert.deepEqual(head, reference.slice(0, head.length), "drafted greedy output is plain greedy output");
+      await detachTokenPredictor(seq);
+      await detachTokenPredictor(seq); // a second detach is a no-op
+      assert.equal(seq.tokenPredictor, undefined);
+      assert.equal(seq.nextTokenIndex, prompt.length + head.length - 1, "the state holds the prompt and every generated token but the last");
+      assert.deepEqual(seq.contextTokens, [...prompt, ...head.slice(0, -1)]);
+      // The KV state itself holds exactly those cells: saved, it is as large as the same tokens evaluated plainly.
+      // (A verified draft the run did not use keeps its cell, hidden from nextTokenIndex, unless detached.)
+      const dir = mkdtempSync(join(tmpdir(), "svc-predictor-"));
+      try {
+        const drafted = await seq.saveStateToFile(join(dir, "a"));
+        const other = ctx.getSequence();
+        await other.evaluateWithoutGeneratingNewTokens([...prompt, ...head.slice(0, -1)]);
+        const plain = await other.saveStateToFile(join(dir, "b"));
+        await other.dispose();
+        assert.equal(drafted.fileSize, plain.fileSize);
+      } finally {
+        rmSync(dir, {recursive: true, force: true});
+      }
+      // Continuing without the predictor from the last token gives the reference's rest: a drafted cell left at
+      // the next position would change these numbers.
+      const rest = await greedy(seq, [head.at(-1)!], N - head.length);
+      assert.deepEqual([...head, ...rest], reference);
     } finally {
       await ctx.dispose();
     }

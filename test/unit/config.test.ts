@@ -35,6 +35,8 @@ describe("defaults", () => {
       ctxSize: 8192,
       threads: undefined,
       promptPiece: 64,
+      flashAttention: true,
+      speculation: "auto",
       promptCache: true,
       queueTimeout: 60,
       keepalive: 10,
@@ -86,7 +88,7 @@ describe("defaults", () => {
       assert.deepEqual(c[key], defaults[key], `${s.name}: shown ${s.shown}`);
       checked++;
     }
-    assert.equal(checked, 30);
+    assert.equal(checked, 32);
   });
 
   test("settings shown as unset or computed default to undefined", () => {
@@ -216,6 +218,29 @@ describe("SVC_PROMPT_PIECE: a power of two from 16 to 512", () => {
     for (const bad of ["15", "48", "100", "1024", "8", "0", "-16", "16.0"]) {
       assert.deepEqual(problemsOf({SVC_PROMPT_PIECE: bad}), [`SVC_PROMPT_PIECE=${JSON.stringify(bad)}: must be a power of two from 16 to 512`]);
     }
+  });
+});
+
+describe("SVC_FLASH_ATTENTION and SVC_SPECULATION", () => {
+  test("defaults: flash attention on, speculation auto", () => {
+    const c = loadConfig({});
+    assert.equal(c.flashAttention, true);
+    assert.equal(c.speculation, "auto");
+  });
+  test("each value is read", () => {
+    assert.equal(loadConfig({SVC_FLASH_ATTENTION: "0"}).flashAttention, false);
+    for (const v of ["auto", "on", "off"] as const) assert.equal(loadConfig({SVC_SPECULATION: v}).speculation, v);
+    assert.equal(loadConfig({SVC_FLASH_ATTENTION: "0", SVC_SPECULATION: "off"}).speculation, "off");
+    assert.equal(loadConfig({SVC_FLASH_ATTENTION: "0", SVC_SPECULATION: "auto"}).speculation, "auto");
+  });
+  test("a value outside the rule is refused, naming it", () => {
+    assert.deepEqual(problemsOf({SVC_SPECULATION: "yes"}), ['SVC_SPECULATION="yes": must be auto, on or off']);
+    assert.deepEqual(problemsOf({SVC_FLASH_ATTENTION: "auto"}), ['SVC_FLASH_ATTENTION="auto": must be 1 or 0 (also true/false, on/off, yes/no)']);
+  });
+  test("speculation on with flash attention off stops the start, saying why and what to do", () => {
+    const problems = problemsOf({SVC_FLASH_ATTENTION: "0", SVC_SPECULATION: "on"});
+    assert.equal(problems.length, 1);
+    assert.match(problems[0]!, /^SVC_SPECULATION=on needs SVC_FLASH_ATTENTION=1: .*greedy output would no longer be exact.*SVC_SPECULATION=off/);
   });
 });
 

@@ -65,6 +65,12 @@ describe("requestLogFields", () => {
     assert.equal("decode_tps" in requestLogFields(record({timings: timings({predicted_n: 0})})), false);
   });
 
+  test("drafts as accepted/proposed, only when speculation proposed any", () => {
+    assert.equal(requestLogFields(record({timings: timings({draft_n: 12, draft_n_accepted: 9})})).draft, "9/12");
+    assert.equal(requestLogFields(record({timings: timings({draft_n: 3, draft_n_accepted: 0})})).draft, "0/3");
+    assert.equal("draft" in requestLogFields(record({timings: timings({draft_n: 0, draft_n_accepted: 0})})), false);
+  });
+
   test("pool is busy/total", () => {
     assert.equal(requestLogFields(record({busyRegions: 0, totalRegions: 1})).pool, "0/1");
     assert.equal(requestLogFields(record({busyRegions: 4, totalRegions: 4})).pool, "4/4");

@@ -11,6 +11,8 @@
 //    loop again after a microtask turn, which is all the sequence's own code needs.
 // So a dispatch is either every pending single-token step (ordered by sequence id) or exactly one prompt
 // piece on its own, whole. Pieces and steps alternate so neither starves; pieces rotate across sequences.
+// A speculative step (the token just generated plus a prompt-lookup draft, see prompt-lookup.ts) has two
+// tokens and goes as a piece: split_equal would otherwise cut it beside other sequences' steps.
 
 import type {BatchItem, PrioritizedBatchItem} from "node-llama-cpp";
 import type {QueuedDecodeView} from "./internals.ts";

@@ -2,7 +2,7 @@
 // pinned exactly (package.json); test/unit/llama-internals.test.ts loads the real library and checks each
 // member below still exists and behaves as assumed, so an upgrade fails loudly instead of silently.
 
-import type {Llama, LlamaContext, LlamaContextSequence, LlamaGrammar, LlamaGrammarEvaluationState, LlamaModel} from "node-llama-cpp";
+import type {Llama, LlamaContext, LlamaContextSequence, LlamaGrammar, LlamaGrammarEvaluationState, LlamaModel, TokenPredictor} from "node-llama-cpp";
 
 export const PINNED_NODE_LLAMA_CPP = "3.22.1";
 
@@ -103,6 +103,51 @@ export function pooledEmbedding(context: LlamaContext, tokenCount: number): Floa
   return native.getEmbedding(tokenCount);
 }
 
+interface PredictorInternals {
+  _tokenPredictor?: TokenPredictor;
+  _tokenPredictorOwner?: object;
+  _resetTokenPredictor?: boolean;
+  _abortTokenPredictor?: (skipClearingPredictionsFromState?: boolean, skipLock?: boolean) => Promise<void>;
+}
+
+function predictorInternals(sequence: LlamaContextSequence): Required<PredictorInternals> {
+  const s = sequence as unknown as PredictorInternals;
+  if (!Object.hasOwn(s, "_tokenPredictor") || typeof s._abortTokenPredictor !== "function" || typeof s._resetTokenPredictor !== "boolean") {
+    throw new Error("node-llama-cpp internal LlamaContextSequence._tokenPredictor / _abortTokenPredictor / _resetTokenPredictor is missing; svc needs node-llama-cpp " +
+      PINNED_NODE_LLAMA_CPP);
+  }
+  return s as Required<PredictorInternals>;
+}
+
+/**
+ * `LlamaContextSequence._tokenPredictor` (set for one run): the public API fixes a sequence's predictor when
+ * the sequence is made, but a region speculates only for some requests, and a sequence with a predictor
+ * sends every evaluation through the speculative path (and its state copies lose track of drafts). So a
+ * region gets one for the length of a run and gives it back with detachTokenPredictor.
+ */
+export function attachTokenPredictor(sequence: LlamaContextSequence, predictor: TokenPredictor): void {
+  const s = predictorInternals(sequence);
+  if (s._tokenPredictor != null) throw new Error("the region already has a token predictor");
+  s._tokenPredictor = predictor;
+  s._resetTokenPredictor = true; // the next speculative evaluation starts with predictor.reset()
+}
+
+/**
+ * `LlamaContextSequence._abortTokenPredictor()`, then `_tokenPredictor` cleared: a draft that was verified but
+ * not used yet (the run stopped first) still has its KV cell in the state, hidden from `nextTokenIndex`; the
+ * abort erases it, so the region holds exactly the tokens that `contextTokens` lists.
+ */
+export async function detachTokenPredictor(sequence: LlamaContextSequence): Promise<void> {
+  const s = predictorInternals(sequence);
+  if (s._tokenPredictor == null) return;
+  try {
+    await s._abortTokenPredictor();
+  } finally {
+    s._tokenPredictor = undefined as never;
+    s._tokenPredictorOwner = {};
+  }
+}
+
 /** The list above, for the internals test. */
 export const INTERNAL_MEMBERS = [
   "LlamaContext._queuedDecodes[].sequenceId",
@@ -114,4 +159,8 @@ export const INTERNAL_MEMBERS = [
   "LlamaContextSequence._copyStateFromOtherSequence",
   "LlamaModel.createContext({_embeddings})",
   "LlamaContext._ctx.getEmbedding",
+  "LlamaContextSequence._tokenPredictor",
+  "LlamaContextSequence._resetTokenPredictor",
+  "LlamaContextSequence._tokenPredictorOwner",
+  "LlamaContextSequence._abortTokenPredictor",
 ] as const;

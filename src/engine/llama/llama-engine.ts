@@ -4,7 +4,8 @@
 import {availableParallelism} from "node:os";
 import {getLlama, LlamaLogLevel, TokenBias, type Llama, type LlamaContext, type LlamaContextSequence, type LlamaModel, type Token} from "node-llama-cpp";
 import type {Logger} from "../../observability/log.ts";
-import type {DecodeEnd, DecodeJob, DecodeRun, DecodeStats, Engine, EngineInfo, EngineStatus, KeepHook, RegionLease, ReleaseOptions, ResumeState} from "../engine.ts";
+import type {DecodeEnd, DecodeJob, DecodeRun, DecodeStats, Engine, EngineInfo, EngineStatus, KeepHook, RegionLease, ReleaseOptions, ResumeState,
+  SpeculationInfo} from "../engine.ts";
 import type {CacheReport, DiskReport} from "../kv/cache-report.ts";
 import type {DiskStore} from "../kv/disk-store.ts";
 import {exactLength} from "../kv/region-memory.ts";
@@ -15,6 +16,7 @@ import {classifyTokens, GrammarConstraint, GrammarStore, type TokenClasses} from
 import {runOnRegion, type GrammarBinder} from "./region-decode.ts";
 import {LONG_PREFILL_TOKENS, RegionPool} from "./region-pool.ts";
 import {tokenTextToBytes, type VocabKind} from "./token-bytes.ts";
+import {LookupRecord, measureStepCost, type DraftPolicy, type SpeculationMode} from "./prompt-lookup.ts";
 
 export interface LlamaEngineOptions {
   modelPath: string;
@@ -26,6 +28,10 @@ export interface LlamaEngineOptions {
   /** The disk tier, when SVC_CACHE_DIR is set. */
   disk?: DiskStore | null;
   threads?: number;
+  /** Flash attention in the context (SVC_FLASH_ATTENTION); speculation needs it. */
+  flashAttention: boolean;
+  /** Prompt-lookup speculation for eligible greedy runs (SVC_SPECULATION); see prompt-lookup.ts. */
+  speculation: SpeculationMode;
   logger: Logger;
   /** A Llama the caller owns (a side model's engine runs on the main engine's): used instead of getLlama, never disposed here. */
   llama?: Llama;
@@ -47,6 +53,8 @@ export class LlamaEngine implements Engine {
   private closed = false;
   private readonly logger: Logger;
   private readonly binder: GrammarBinder;
+  /** Speculation for eligible runs; null when it is off (by setting, or because flash attention is). */
+  private readonly drafts: DraftPolicy | null;
 
   private constructor(
     /** The one Llama of the process: side models load their files through it. */
@@ -59,7 +67,12 @@ export class LlamaEngine implements Engine {
     threads: number,
     /** What close() disposes: only what load() created itself. */
     private readonly owns: {llama: boolean; model: boolean},
+    speculation: SpeculationInfo,
   ) {
+    this.drafts = speculation.active
+      ? {mode: speculation.mode as DraftPolicy["mode"], stepCost: speculation.stepCost ?? 1, record: new LookupRecord(),
+        othersGenerating: () => this.policy.generating.size > 1}
+      : null;
     this.queue = new RegionQueue(sequences.length);
     this.disk = opts.disk ?? null;
     this.logger = opts.logger;
@@ -87,6 +100,8 @@ export class LlamaEngine implements Engine {
       regions: sequences.length,
       promptPiece: opts.promptPiece,
       threads,
+      flashAttention: opts.flashAttention,
+      speculation,
       vocabSize: this.vocabTexts.length,
       bosToken: model.tokens.bos,
       eosToken: model.tokens.eos,
@@ -114,7 +129,7 @@ export class LlamaEngine implements Engine {
         if (level === LlamaLogLevel.error || level === LlamaLogLevel.fatal) opts.logger.error("engine", {message: message.trim()});
       },
     });
-    const model = opts.model ?? await llama.loadModel({modelPath: opts.modelPath, useMmap: true, defaultContextFlashAttention: false});
+    const model = opts.model ?? await llama.loadModel({modelPath: opts.modelPath, useMmap: true, defaultContextFlashAttention: opts.flashAttention});
     const contextSize = Math.min(opts.contextSize, model.trainContextSize);
     const policy = newBatchPolicyState();
     let contextRef: LlamaContext | undefined;
@@ -123,8 +138,8 @@ export class LlamaEngine implements Engine {
       contextSize,
       batchSize: Math.max(opts.promptPiece, opts.regions),
       threads: {ideal: threads, min: 1},
-      // Pinned, not "auto": state files and exact greedy output depend on it.
-      flashAttention: false,
+      // Pinned, not "auto": state files and exact greedy output depend on it (see state-identity.ts).
+      flashAttention: opts.flashAttention,
       failedCreationRemedy: false,
       batching: {
         dispatchSchedule: "nextCycle",
@@ -138,7 +153,9 @@ export class LlamaEngine implements Engine {
     sequences.forEach((s, i) => {
       if (sequenceIdOf(s) !== i) throw new Error(`region ${i} got sequence id ${sequenceIdOf(s)}`);
     });
-    return new LlamaEngine(llama, model, context, sequences, policy, opts, threads, {llama: opts.llama === undefined, model: opts.model === undefined});
+    const speculation = await speculationAtLoad(opts, model, sequences[0]!);
+    return new LlamaEngine(llama, model, context, sequences, policy, opts, threads, {llama: opts.llama === undefined, model: opts.model === undefined},
+      speculation);
   }
 
   tokenize(text: string, opts: {special: boolean}): number[] {
@@ -186,7 +203,7 @@ export class LlamaEngine implements Engine {
 
   private lease(id: number, start: RegionLease["start"]): RegionLease {
     const region = this.pool.regions[id]!;
-    const stats: DecodeStats = {promptTokens: 0, cachedTokens: 0, promptMs: 0, predictedTokens: 0, predictedMs: 0};
+    const stats: DecodeStats = {promptTokens: 0, cachedTokens: 0, promptMs: 0, predictedTokens: 0, predictedMs: 0, draftTokens: 0, draftAccepted: 0};
     let released: Promise<void> | null = null;
     /** Set when a decode ran to its end (not cancelled, not failed): only then is the reply sealed. */
     let finished: {promptLength: number} | null = null;
@@ -198,6 +215,7 @@ export class LlamaEngine implements Engine {
         reused: start.reused,
         longPrefillTokens: LONG_PREFILL_TOKENS,
         longPrefill: (running) => (pool.stats.prefillSince = running ? performance.now() : null),
+        drafts: this.drafts && speculates(job) ? this.drafts : null,
       });
       return (async function* (): DecodeRun {
         const end: DecodeEnd = yield* run;
@@ -260,6 +278,33 @@ export class LlamaEngine implements Engine {
     if (this.owns.model) await this.model.dispose();
     if (this.owns.llama) await this.llama.dispose();
   }
+}
+
+/**
+ * Greedy, unconstrained, unpenalised and without log probabilities: the runs whose drafts the library verifies
+ * exactly. (A penalty's token window, and a grammar's state, would be stale for the draft row.)
+ */
+function speculates(job: DecodeJob): boolean {
+  const s = job.sampling;
+  return s.temperature === 0 && !job.grammar && !job.steering && !job.logprobs &&
+    s.repeatPenalty === 1 && s.presencePenalty === 0 && s.frequencyPenalty === 0;
+}
+
+/** Text whose tokens fill the region while the step cost is measured (any ordinary text does). */
+const STEP_COST_TEXT = "The quick brown fox jumps over the lazy dog while the river keeps running to the sea, and the mill turns all day long.";
+
+async function speculationAtLoad(opts: LlamaEngineOptions, model: LlamaModel, region0: LlamaContextSequence): Promise<SpeculationInfo> {
+  if (opts.speculation === "off") return {mode: "off", active: false, stepCost: null, reason: "SVC_SPECULATION=off"};
+  if (!opts.flashAttention) {
+    // config.ts refuses "on" without flash attention; "auto" just stays off.
+    opts.logger.info("prompt-lookup speculation is off: it needs SVC_FLASH_ATTENTION=1 to keep greedy output exact");
+    return {mode: opts.speculation, active: false, stepCost: null, reason: "flash attention is off"};
+  }
+  const stepCost = await measureStepCost(region0, model.tokenize(STEP_COST_TEXT) as number[]);
+  const hitRate = Math.max(0, stepCost - 1);
+  opts.logger.info("prompt-lookup speculation", {mode: opts.speculation, step_cost: Number(stepCost.toFixed(2)),
+    drafts_when: opts.speculation === "on" ? "always" : hitRate >= 1 ? "never (a draft step costs two plain steps)" : `hit rate above ${hitRate.toFixed(2)}, alone`});
+  return {mode: opts.speculation, active: true, stepCost, reason: null};
 }
 
 const NO_DISK: DiskReport = {enabled: false, dir: null, bytes: 0, budget_bytes: 0, entries: 0, hits: 0, writes: 0, rejected: 0, cut_back: 0,

@@ -1,8 +1,9 @@
 // One request's run on one region: the part of the prompt the pool prepared (see kv/region-memory.ts) is
 // kept, the rest is fed in the pieces of the prompt's cut plan (so how a prompt is cut never depends on
 // batching, caching or what else runs), then tokens are
-// generated: with the library's native sampler chain, or scored against the raw logits when log
-// probabilities are wanted. Cancellation is checked between pieces and between steps.
+// generated: with the library's native sampler chain (with prompt-lookup drafts for an eligible greedy run,
+// see prompt-lookup.ts), or scored against the raw logits when log probabilities are wanted. Cancellation is
+// checked between pieces and between steps.
 
 import type {LlamaContextSequence, LlamaContextSequenceRepeatPenalty, SequenceEvaluateOptions, Token, TokenBias} from "node-llama-cpp";
 import type {SamplingParams} from "../../core/generation.ts";
@@ -11,6 +12,8 @@ import {ContextOverflowError, neverShift} from "./context-overflow.ts";
 import type {GrammarConstraint} from "./grammar-constraint.ts";
 import {piecesFrom, type RegionMemory} from "../kv/region-memory.ts";
 import {scoredGeneration} from "./scored-decode.ts";
+import {attachTokenPredictor, detachTokenPredictor} from "./internals.ts";
+import {LookupDrafter, type DraftPolicy} from "./prompt-lookup.ts";
 
 /** The grammar binding of a run: which constraint is active now (it may change between steps). */
 interface ActiveGrammar {
@@ -68,6 +71,8 @@ export interface RunHooks {
   /** A long cold prefill starts (true) or ends (false), for the cache report's staleness. */
   longPrefill(running: boolean): void;
   longPrefillTokens: number;
+  /** Prompt-lookup speculation for this run (the engine decides who is eligible), or null. */
+  drafts: DraftPolicy | null;
 }
 
 export async function* runOnRegion(seq: LlamaContextSequence, job: DecodeJob, stats: DecodeStats, mark: GeneratingMark,
@@ -130,6 +135,12 @@ export async function* runOnRegion(seq: LlamaContextSequence, job: DecodeJob, st
   }
 
   const generated: Token[] = [];
+  const drafter = hooks.drafts && !grammar
+    // A draft is worth a row only while at least two more tokens are wanted: this step's and the draft's.
+    ? new LookupDrafter(hooks.drafts, prompt, () => generated.length + 2 <= job.maxTokens)
+    : null;
+  const predictionsBefore = seq.tokenPredictions;
+  if (drafter) attachTokenPredictor(seq, drafter);
   const gen = seq.evaluate(lastPiece, samplerOptions(job.sampling, () => generated, grammar));
   let firstTokenAt = 0;
   let end: DecodeEnd = {reason: "length"};
@@ -193,7 +204,16 @@ export async function* runOnRegion(seq: LlamaContextSequence, job: DecodeJob, st
     }
   } finally {
     mark.set(false);
-    await gen.return(undefined);
+    try {
+      await gen.return(undefined);
+    } finally {
+      if (drafter) {
+        const after = seq.tokenPredictions;
+        stats.draftTokens = after.validated + after.refuted - predictionsBefore.validated - predictionsBefore.refuted;
+        stats.draftAccepted = after.validated - predictionsBefore.validated;
+        await detachTokenPredictor(seq);
+      }
+    }
     if (firstTokenAt === 0) stats.promptMs = performance.now() - started;
     else stats.predictedMs = performance.now() - firstTokenAt;
   }

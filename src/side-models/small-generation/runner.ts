@@ -46,6 +46,9 @@ export class SmallGenerationRunner implements SideRunner {
       // that the executor could not see. The small model answers each request from its prompt.
       promptCache: false,
       threads: ctx.threads,
+      // As before speculation came: its steps are executor passes, one token each, and nothing here needs drafts.
+      flashAttention: false,
+      speculation: "off",
       logger: ctx.logger,
     });
     try {
