@@ -29,6 +29,11 @@ const COPY: Msg[][] = [
   [{role: "user", content: `Copy this paragraph word for word.\n\n${PARAGRAPH}`}],
   [{role: "user", content: `Repeat this shopping list, changing the number of eggs to 6.\n\n${LIST}`}],
   [{role: "user", content: `Rewrite this JSON with "port": 3000 changed to "port": 8080. Output the whole JSON.\n\n${JSON_CFG}`}],
+  // One note per topic: twenty more replies where drafts are proposed, so byte identity under speculation is
+  // checked on prompts that really speculate, not only on prompts where the lookup finds nothing.
+  ...TOPICS.map((t, i): Msg[] => [{role: "user", content: `Copy this note word for word.\n\nThe ${t} exhibit opens at ${7 + (i % 4)} in the ` +
+    `morning and closes at ${4 + (i % 3)} in the afternoon. The guide for the ${t} room meets visitors at the ${["east", "west", "north"][i % 3]} ` +
+    `door every hour, and the shop sells ${t} postcards for ${2 + (i % 5)} euros each.`}]),
 ];
 
 interface Out {
@@ -69,7 +74,8 @@ function exactGreedy(label: string, env: Record<string, string>, speculation: bo
       return o;
     };
     before(async () => {
-      cold = await startServer({...env, SVC_PROMPT_CACHE: "0", SVC_PARALLEL: "1", ...(speculation ? {SVC_SPECULATION: "off"} : {})});
+      // The reference is plain greedy: no cache, one at a time, no drafts (auto may draft where a wide step is cheap).
+      cold = await startServer({...env, SVC_PROMPT_CACHE: "0", SVC_PARALLEL: "1", SVC_SPECULATION: "off"});
       for (const t of TOPICS) reference1.push(await greedy(cold, turn1(t)));
       for (const [i, t] of TOPICS.entries()) reference2.push(await greedy(cold, turn2(t, reference1[i]!.text)));
       if (speculation) for (const m of COPY) referenceCopy.push(await greedy(cold, m, 96));
@@ -113,14 +119,15 @@ function exactGreedy(label: string, env: Record<string, string>, speculation: bo
 
     if (!speculation) return;
 
-    test("answers that copy the prompt: drafts are accepted, and the bytes are the reference's, alone and three at a time", async () => {
+    test("23 answers that copy the prompt: drafts are accepted, and the bytes are the reference's, alone and four at a time", async () => {
       const alone: Out[] = [];
       for (const m of COPY) alone.push(await ask(m, 96));
-      const together = await Promise.all(COPY.map((m) => ask(m, 96)));
+      const together: Out[] = [];
+      for (let i = 0; i < COPY.length; i += 4) together.push(...(await Promise.all(COPY.slice(i, i + 4).map((m) => ask(m, 96)))));
       for (const [i, o] of [...alone, ...together].entries()) assert.equal(o.text, referenceCopy[i % COPY.length]!.text, `copy prompt ${i % COPY.length}`);
       for (const o of alone) assert.ok(o.accepted <= o.draft, `accepted ${o.accepted} of ${o.draft}`);
-      const accepted = alone.reduce((n, o) => n + o.accepted, 0);
-      assert.ok(accepted >= 10, `drafts accepted on the copy prompts: ${accepted}`);
+      const speculated = alone.filter((o) => o.accepted > 0).length;
+      assert.ok(speculated >= 20, `replies with accepted drafts: ${speculated} of ${COPY.length}`);
     });
 
     test("timings add up in /metrics, and /health says speculation is on", async () => {
@@ -153,7 +160,7 @@ function exactGreedy(label: string, env: Record<string, string>, speculation: bo
       }
       assert.equal(busy, 0);
       // The regions the hang-ups left are reused by the same prompts: a draft left in a state would change these bytes.
-      for (const [i, m] of COPY.entries()) {
+      for (const [i, m] of COPY.slice(0, 6).entries()) {
         const o = await ask(m, 96);
         assert.ok(o.cached > 0, `copy prompt ${i} resumed from a region the hang-ups left`);
         assert.equal(o.text, referenceCopy[i]!.text, `copy prompt ${i} after the hang-ups`);

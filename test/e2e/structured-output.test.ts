@@ -117,6 +117,20 @@ describe("structured output", () => {
     }
   });
 
+  test("json_object under tight budgets: steered to close in time, inside a string too, so every reply parses", async () => {
+    // At 200 tokens this reply once ran out inside a string value: the closing bias pushed up "}" and "]",
+    // which inside a string are only more text. Now only quote-bearing closers are pushed up there.
+    for (const budget of [40, 90, 160, 200]) {
+      const res = await server.client.chat.completions.create({model: "m", messages: [{role: "user", content: "Describe a cat as JSON."}],
+        response_format: {type: "json_object"}, max_tokens: budget, temperature: 0});
+      const content = res.choices[0]!.message.content!;
+      assert.equal(res.choices[0]!.finish_reason, "stop", `budget ${budget}: ${content.slice(-80)}`);
+      assert.ok(res.usage!.completion_tokens <= budget);
+      const v = JSON.parse(content);
+      assert.ok(v !== null && typeof v === "object" && !Array.isArray(v));
+    }
+  });
+
   test("/health describes structured output", async () => {
     const h = (await get(`${server.url}/health`)).body.structured_output;
     assert.equal(h.enabled, true);

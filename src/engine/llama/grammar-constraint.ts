@@ -58,7 +58,7 @@ export function classifyTokens(count: number, text: (t: number) => string, isSpe
 /** Follows the nesting depth of the JSON written so far (objects and arrays; strings count as one level). */
 class JsonDepth {
   depth = 0;
-  private inString = false;
+  inString = false;
   private escaped = false;
 
   push(text: string): void {
@@ -88,6 +88,8 @@ export class GrammarConstraint {
   readonly state: LlamaGrammarEvaluationState;
   private readonly none: TokenBias;
   private readonly closing: TokenBias;
+  /** Inside a string, } and ] are text: only a closer with a quote ends the string, so only those are pushed up. */
+  private readonly closingInString: TokenBias;
   private readonly json = new JsonDepth();
   private left: number;
   /** Steps taken with the closing bias (for the log line and tests). */
@@ -98,9 +100,16 @@ export class GrammarConstraint {
     this.left = budget;
     this.none = new TokenBias(model.tokenizer);
     this.closing = new TokenBias(model.tokenizer);
-    for (const t of classes.whitespaceOnly) this.closing.set(t as Token, "never");
-    for (const t of classes.closers) this.closing.set(t as Token, {logit: 30});
-    for (const t of classes.openers) this.closing.set(t as Token, {logit: -30});
+    this.closingInString = new TokenBias(model.tokenizer);
+    for (const bias of [this.closing, this.closingInString]) {
+      for (const t of classes.whitespaceOnly) bias.set(t as Token, "never");
+      for (const t of classes.openers) bias.set(t as Token, {logit: -30});
+    }
+    for (const t of classes.closers) {
+      this.closing.set(t as Token, {logit: 30});
+      // A run of } or ] inside a string only lengthens it (a reply once filled its budget with "}}}}]]]" there).
+      this.closingInString.set(t as Token, {logit: classes.text(t).includes('"') ? 30 : -30});
+    }
   }
 
   /** Called with each generated token, before the next is sampled. */
@@ -113,7 +122,7 @@ export class GrammarConstraint {
   bias(): TokenBias {
     if (this.json.depth > 0 && this.left <= CLOSING_TOKENS_PER_LEVEL * this.json.depth + CLOSING_MARGIN) {
       this.closingSteps++;
-      return this.closing;
+      return this.json.inString ? this.closingInString : this.closing;
     }
     return this.none;
   }
