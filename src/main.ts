@@ -1,6 +1,7 @@
 // Entry point: read the settings, fetch the model if needed, load it, listen, and shut down cleanly.
 
 import {createApp} from "./app.ts";
+import {loadModels} from "./load-models.ts";
 import {ConfigError, loadConfig} from "./config/config.ts";
 import {ModelSourceError} from "./models/resolve.ts";
 import {createLogger} from "./observability/log.ts";
@@ -24,7 +25,7 @@ async function main(): Promise<void> {
   });
   let app;
   try {
-    app = await createApp(config, logger);
+    app = await createApp(config, await loadModels(config, logger), logger);
   } catch (err) {
     if (err instanceof ModelSourceError) {
       logger.error(`no model: ${err.message}`);
@@ -37,7 +38,7 @@ async function main(): Promise<void> {
     logger.error(`could not listen on ${config.host}:${config.port}: ${err.message}`);
     process.exit(1);
   });
-  const info = app.deps.engine.info;
+  const info = app.deps.main.engine.info;
   logger.info(`listening on ${address}`, {model: config.modelId, regions: info.regions, ctx: info.contextSize, threads: info.threads, auth: config.apiKey ? "key" : "off"});
 
   let stopping = false;

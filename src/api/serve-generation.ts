@@ -7,7 +7,7 @@ import {ApiError} from "../core/errors.ts";
 import type {GenerationEvent, GenerationRequest, Timings} from "../core/generation.ts";
 import type {GenerationRun} from "../pipeline/generate.ts";
 import {logRequest} from "../observability/request-log.ts";
-import type {ServerDeps} from "./deps.ts";
+import type {ModelHandle, ServerDeps} from "./deps.ts";
 import {toApiError} from "./error-body.ts";
 import {readSessionHeaders} from "./fields/session-headers.ts";
 import {presentedKeys} from "./auth.ts";
@@ -62,7 +62,8 @@ export interface ServeOptions<Body> {
   watcher?: ReplyWatcher | null;
 }
 
-export async function serveGeneration<Body>(deps: ServerDeps, req: FastifyRequest, reply: FastifyReply, opts: ServeOptions<Body>): Promise<void> {
+/** `model`: the main model, or a side model that generates (small generation) with a handle of its own. */
+export async function serveGeneration<Body>(deps: ServerDeps, model: ModelHandle, req: FastifyRequest, reply: FastifyReply, opts: ServeOptions<Body>): Promise<void> {
   const t0 = performance.now();
   const {genRequest} = opts;
   let run: GenerationRun | null = null;
@@ -81,10 +82,10 @@ export async function serveGeneration<Body>(deps: ServerDeps, req: FastifyReques
       }
     }
     try {
-      run = await deps.pipeline.start(genRequest);
+      run = await model.pipeline.start(genRequest);
       deps.stats.recordWait((performance.now() - t0) / 1000, true);
     } catch (err) {
-      const kind = (err as ApiError)?.kind;
+      const kind = toApiError(err).kind;
       if (kind === "engine_busy" || kind === "client_closed") deps.stats.recordWait((performance.now() - t0) / 1000, false);
       throw err;
     }
@@ -139,7 +140,7 @@ export async function serveGeneration<Body>(deps: ServerDeps, req: FastifyReques
     run?.close();
     stopRunning?.();
     deps.stats.recordFinished({route: opts.route, status, timings, structured: genRequest.grammar !== null || (genRequest.tools?.tools.some((t) => t.strict && t.enforced) ?? false)});
-    const st = deps.engine.status();
+    const st = model.engine.status();
     logRequest(deps.logger, {
       requestId: genRequest.requestId,
       route: opts.route,

@@ -183,8 +183,8 @@ export interface Engine {
   tokenBytes(token: number): Uint8Array;
   isValidToken(token: number): boolean;
   /**
-   * Waits in FIFO order for a region (the lowest idle id). Rejects with 503 engine_busy after timeoutMs, 499
-   * when signal aborts. The region is prepared to start from whatever holds the longest exact prefix of the
+   * Waits in FIFO order for a region (the lowest idle id). Rejects with EngineBusyError after timeoutMs,
+   * EngineCancelledError when signal aborts. The region is prepared to start from whatever holds the longest exact prefix of the
    * prompt under its cut plan: the region itself, another idle region, a disk-tier state or `resume`.
    */
   acquire(opts: {signal: AbortSignal; timeoutMs: number; prompt: readonly number[]; plan: readonly number[]; resume?: ResumeState | null}): Promise<RegionLease>;

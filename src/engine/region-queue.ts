@@ -1,13 +1,13 @@
 // Region leases and the wait queue. Active requests always take the lowest free region id so they stay
 // on low, contiguous ids: llama.cpp only merges consecutive sequence ids into one compute pass.
-// Waiters are served strictly in arrival order; one that cannot start within its timeout gets 503.
+// Waiters are served strictly in arrival order; one that cannot start within its timeout gets EngineBusyError.
 
-import {ApiError} from "../core/errors.ts";
+import {EngineBusyError, EngineCancelledError, retryAfterSeconds} from "./errors.ts";
 
 interface Waiter {
   since: number;
   grant: (regionId: number) => void;
-  fail: (err: ApiError) => void;
+  fail: (err: Error) => void;
 }
 
 export class RegionQueue {
@@ -89,12 +89,11 @@ export class RegionQueue {
   }
 }
 
-function busyError(timeoutMs: number): ApiError {
-  const seconds = Math.max(1, Math.ceil(timeoutMs / 1000));
-  return new ApiError("engine_busy", `all regions are busy and the request could not start within SVC_QUEUE_TIMEOUT (${seconds} s); retry later`,
-    {headers: {"Retry-After": String(seconds)}});
+function busyError(timeoutMs: number): EngineBusyError {
+  const seconds = retryAfterSeconds(timeoutMs);
+  return new EngineBusyError(`all regions are busy and the request could not start within SVC_QUEUE_TIMEOUT (${seconds} s); retry later`, seconds);
 }
 
-function clientLeft(): ApiError {
-  return new ApiError("client_closed", "the client closed the connection while the request waited for a region");
+function clientLeft(): EngineCancelledError {
+  return new EngineCancelledError("the client closed the connection while the request waited for a region");
 }

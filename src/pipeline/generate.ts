@@ -3,6 +3,7 @@
 // ids) is raised by start(), before a stream begins, so it can still be a real HTTP status.
 
 import {ApiError} from "../core/errors.ts";
+import {EngineCancelledError} from "../engine/errors.ts";
 import type {FinishReason, GenerationEvent, GenerationRequest, SessionOutcome, Timings, TokenAlternative, TokenLogprob, UsageCounts} from "../core/generation.ts";
 import type {DecodeEnd, DecodeStats, Engine, KeepHook, RegionLease, ResumeState} from "../engine/engine.ts";
 import type {ChatTemplate} from "../templates/chat-template.ts";
@@ -141,7 +142,7 @@ export class GenerationRun implements AsyncIterable<GenerationEvent> {
       }
       if (end?.reason === "cancelled" || (stoppedBy === null && req.signal.aborted)) {
         this.summary.finishReason = "cancelled";
-        throw new ApiError("client_closed", "the client closed the connection; generation was cancelled");
+        throw new EngineCancelledError("the client closed the connection; generation was cancelled");
       }
       if (stoppedBy === null && !reply.finished) {
         const tail = stops.push(detok.flush());
@@ -181,7 +182,7 @@ export class GenerationPipeline {
     this.braceToken = engine.tokenize("{", {special: false})[0] ?? -1;
   }
 
-  /** Renders and checks the prompt, then waits for a region. Throws ApiError (400, 499, 503). */
+  /** Renders and checks the prompt, then waits for a region. Throws ApiError (400) or the engine's errors (busy, cancelled). */
   async start(req: GenerationRequest): Promise<GenerationRun> {
     const prompt = this.prompt(req);
     const maxTokens = this.fitBudget(prompt.tokens.length, req.maxTokens);

@@ -2,9 +2,9 @@
 // batch, one decision question, a rerank batch, a guard verdict, a small-generation request) runs through
 // here, one after another in arrival order. Up to SVC_NPU_QUEUE passes wait "on the device"; the rest
 // wait in the server and are answered slowly, not refused. A pass that cannot start within
-// SVC_QUEUE_TIMEOUT is answered 503 engine_busy with Retry-After.
+// SVC_QUEUE_TIMEOUT fails with EngineBusyError (the API answers 503 engine_busy with Retry-After).
 
-import {ApiError} from "../core/errors.ts";
+import {EngineBusyError, retryAfterSeconds} from "../engine/errors.ts";
 
 export interface ExecutorOptions {
   /** SVC_NPU_QUEUE: passes that may wait on the device itself. */
@@ -83,10 +83,9 @@ export class SideExecutor {
       const timer = unbounded ? undefined : setTimeout(() => {
         this.remove(waiter);
         this.refused++;
-        const seconds = Math.max(1, Math.ceil(this.opts.timeoutMs / 1000));
-        waiter.fail(new ApiError("engine_busy",
+        waiter.fail(new EngineBusyError(
           `the side-model executor is busy and this request could not start within SVC_QUEUE_TIMEOUT (${this.opts.timeoutMs / 1000} s); retry later`,
-          {headers: {"Retry-After": String(seconds)}}));
+          retryAfterSeconds(this.opts.timeoutMs)));
       }, this.opts.timeoutMs);
       const onAbort = () => {
         this.remove(waiter);

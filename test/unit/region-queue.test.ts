@@ -1,9 +1,10 @@
-// Region leases: lowest free id first, strict FIFO for waiters, 503 with Retry-After on timeout, 499 on
+// Region leases: lowest free id first, strict FIFO for waiters, busy (503 with Retry-After) on timeout, cancelled (499) on
 // abort, and the wait clock.
 
 import assert from "node:assert/strict";
 import {afterEach, describe, test} from "node:test";
-import {ApiError} from "../../src/core/errors.ts";
+import {toApiError} from "../../src/api/error-body.ts";
+import {EngineBusyError, EngineCancelledError} from "../../src/engine/errors.ts";
 import {RegionQueue} from "../../src/engine/region-queue.ts";
 
 // Every waiter gets a signal that is aborted after its test, so no queue timer outlives the test.
@@ -105,8 +106,9 @@ describe("RegionQueue", () => {
     assert.equal(w.error, undefined);
     t.mock.timers.tick(1);
     await settle();
-    const err: unknown = w.error;
-    assert.ok(err instanceof ApiError);
+    const raw: unknown = w.error;
+    assert.ok(raw instanceof EngineBusyError, "the engine throws its own error; the API maps it");
+    const err = toApiError(raw);
     assert.equal(err.kind, "engine_busy");
     assert.equal(err.status, 503);
     assert.equal(err.code, "engine_busy");
@@ -122,9 +124,11 @@ describe("RegionQueue", () => {
     const q = new RegionQueue(1);
     await q.acquire({signal: never(), timeoutMs: LONG});
     await assert.rejects(q.acquire({signal: never(), timeoutMs: 20}), (err: unknown) => {
-      assert.ok(err instanceof ApiError);
-      assert.deepEqual([err.status, err.headers], [503, {"Retry-After": "1"}]);
-      assert.equal(err.message, "all regions are busy and the request could not start within SVC_QUEUE_TIMEOUT (1 s); retry later");
+      assert.ok(err instanceof EngineBusyError);
+      assert.equal(err.retryAfterS, 1);
+      const mapped = toApiError(err);
+      assert.deepEqual([mapped.status, mapped.headers], [503, {"Retry-After": "1"}]);
+      assert.equal(mapped.message, "all regions are busy and the request could not start within SVC_QUEUE_TIMEOUT (1 s); retry later");
       return true;
     });
     assert.equal(q.queued, 0);
@@ -140,10 +144,11 @@ describe("RegionQueue", () => {
     ac.abort();
     await settle();
     assert.equal(q.queued, 1);
-    assert.ok(a.error instanceof ApiError);
-    assert.equal(a.error.kind, "client_closed");
-    assert.equal(a.error.status, 499);
-    assert.equal(a.error.message, "the client closed the connection while the request waited for a region");
+    assert.ok(a.error instanceof EngineCancelledError);
+    const mapped = toApiError(a.error);
+    assert.equal(mapped.kind, "client_closed");
+    assert.equal(mapped.status, 499);
+    assert.equal(mapped.message, "the client closed the connection while the request waited for a region");
     q.release(0);
     await settle();
     assert.equal(b.value, 0);
@@ -154,7 +159,7 @@ describe("RegionQueue", () => {
     const q = new RegionQueue(2);
     const ac = new AbortController();
     ac.abort();
-    await assert.rejects(q.acquire({signal: ac.signal, timeoutMs: LONG}), (err: unknown) => err instanceof ApiError && err.kind === "client_closed");
+    await assert.rejects(q.acquire({signal: ac.signal, timeoutMs: LONG}), (err: unknown) => err instanceof EngineCancelledError && toApiError(err).kind === "client_closed");
     assert.deepEqual([q.isBusy(0), q.isBusy(1), q.queued], [false, false, 0]);
   });
 

@@ -4,7 +4,8 @@
 
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
-import {ApiError} from "../../src/core/errors.ts";
+import {toApiError} from "../../src/api/error-body.ts";
+import {EngineBusyError} from "../../src/engine/errors.ts";
 import {SideExecutor} from "../../src/side-models/executor.ts";
 
 /** A pass the test finishes by hand, recording when it started. */
@@ -63,8 +64,9 @@ describe("SideExecutor", () => {
     const long = gate(log, "long");
     const running = ex.run(long.pass);
     const refusedPass = ex.run(async () => "never");
-    const err = await refusedPass.then(() => assert.fail("the waiting pass ran"), (e: unknown) => e);
-    assert.ok(err instanceof ApiError);
+    const raw = await refusedPass.then(() => assert.fail("the waiting pass ran"), (e: unknown) => e);
+    assert.ok(raw instanceof EngineBusyError);
+    const err = toApiError(raw);
     assert.equal(err.status, 503);
     assert.equal(err.code, "engine_busy");
     assert.equal(err.headers["Retry-After"], "1", "whole seconds, at least 1");
@@ -82,7 +84,7 @@ describe("SideExecutor", () => {
     const log: string[] = [];
     const first = gate(log, "first");
     const running = ex.run(first.pass);
-    const bounded = assert.rejects(ex.run(async () => "bounded"), (err: unknown) => err instanceof ApiError && err.status === 503);
+    const bounded = assert.rejects(ex.run(async () => "bounded"), (err: unknown) => err instanceof EngineBusyError && toApiError(err).status === 503);
     const unbounded = ex.run(async () => "unbounded", undefined, {unbounded: true});
     await new Promise((r) => setTimeout(r, 60));
     await bounded;
@@ -97,8 +99,8 @@ describe("SideExecutor", () => {
     const hold = gate([], "hold");
     const held = ex.run(hold.pass);
     const refused = await ex.run(async () => "y").catch((e: unknown) => e);
-    assert.ok(refused instanceof ApiError);
-    assert.equal(refused.headers["Retry-After"], "2");
+    assert.ok(refused instanceof EngineBusyError);
+    assert.equal(toApiError(refused).headers["Retry-After"], "2");
     hold.open();
     await held;
   });

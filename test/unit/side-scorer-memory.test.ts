@@ -4,7 +4,8 @@
 import assert from "node:assert/strict";
 import {test} from "node:test";
 import {InsufficientMemoryError} from "node-llama-cpp";
-import {ApiError} from "../../src/core/errors.ts";
+import {toApiError} from "../../src/api/error-body.ts";
+import {EngineMemoryError} from "../../src/engine/errors.ts";
 import {LmScorer} from "../../src/side-models/lm/scorer.ts";
 import {SideExecutor} from "../../src/side-models/executor.ts";
 
@@ -16,8 +17,9 @@ function fakeModel(fail: Error) {
 const side = {executor: new SideExecutor({queueLimit: 1, timeoutMs: 1000}), threads: 1} as never;
 
 test("InsufficientMemoryError while making a scorer context becomes 503 insufficient_memory with Retry-After", async () => {
-  await assert.rejects(LmScorer.create(fakeModel(new InsufficientMemoryError("not enough RAM")), side, 4097), (err: unknown) => {
-    assert.ok(err instanceof ApiError);
+  await assert.rejects(LmScorer.create(fakeModel(new InsufficientMemoryError("not enough RAM")), side, 4097), (raw: unknown) => {
+    assert.ok(raw instanceof EngineMemoryError);
+    const err = toApiError(raw);
     assert.equal(err.status, 503);
     assert.equal(err.code, "insufficient_memory");
     assert.equal(err.headers["Retry-After"], "5");

@@ -4,7 +4,9 @@
 
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
-import {ApiError} from "../../src/core/errors.ts";
+import type {ApiError} from "../../src/core/errors.ts";
+import {toApiError} from "../../src/api/error-body.ts";
+import {EngineBusyError} from "../../src/engine/errors.ts";
 import type {DecodeEnd, DecodeItem, DecodeRun} from "../../src/engine/engine.ts";
 import {SchemaCache} from "../../src/grammar/index.ts";
 import {newCounters} from "../../src/observability/counters.ts";
@@ -197,8 +199,9 @@ describe("gatedRun: every decode step is one executor pass", () => {
     let release!: () => void;
     const blocker = ex.run(() => new Promise<void>((r) => (release = r)));
     const gated = gatedRun(run, ex, new AbortController().signal);
-    const err = await gated.next().catch((e: unknown) => e);
-    assert.ok(err instanceof ApiError);
+    const raw = await gated.next().catch((e: unknown) => e);
+    assert.ok(raw instanceof EngineBusyError);
+    const err = toApiError(raw);
     assert.equal(err.code, "engine_busy");
     assert.equal(err.headers["Retry-After"], "1");
     assert.deepEqual(seen, [], "no step of the inner run was evaluated");

@@ -33,7 +33,8 @@ export const SUPPORTED_FIELDS = {
 };
 
 export function registerStateRoutes(app: FastifyInstance, deps: ServerDeps): void {
-  const {engine, config, model, template} = deps;
+  const {config} = deps;
+  const {engine, template, identity: model} = deps.main;
 
   app.get("/health", async () => {
     const st = engine.status();

@@ -31,7 +31,7 @@ function piece(bytes: Uint8Array): string | number[] {
 }
 
 export function registerTokenizeRoutes(app: FastifyInstance, deps: ServerDeps): void {
-  const {engine} = deps;
+  const {engine} = deps.main;
 
   app.post("/tokenize", async (req) => {
     const body = parseBody(tokenizeSchema, req.body);

@@ -8,7 +8,7 @@
 // then never depends on whether it was computed now or by an earlier call.
 
 import {InsufficientMemoryError, type LlamaContext, type LlamaContextSequence, type LlamaModel, type Token} from "node-llama-cpp";
-import {ApiError} from "../../core/errors.ts";
+import {EngineMemoryError} from "../../engine/errors.ts";
 import {emptyMemory, piecesFrom, planCuts, reusable, type RegionMemory} from "../../engine/kv/region-memory.ts";
 import {neverShift} from "../../engine/llama/context-overflow.ts";
 import type {SideModelContext} from "../side-models.ts";
@@ -59,8 +59,7 @@ export class LmScorer {
     } catch (err) {
       // A context made for one request (a watched reply) that does not fit is that request's 503, not the server's end.
       if (err instanceof InsufficientMemoryError) {
-        throw new ApiError("insufficient_memory", `the side model needs a ${contextSize}-position context and the host has not the memory for it now: ${err.message}; retry later`,
-          {headers: {"Retry-After": "5"}});
+        throw new EngineMemoryError(`the side model needs a ${contextSize}-position context and the host has not the memory for it now: ${err.message}; retry later`, 5);
       }
       throw err;
     }

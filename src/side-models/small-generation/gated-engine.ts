@@ -8,7 +8,7 @@
 // catches every evaluation the pipeline starts: with the prompt cache off (see runner.ts) the region does
 // no work outside a decode run (no reply seal), and acquire() only erases KV, which is not a pass.
 
-import {ApiError, isApiError} from "../../core/errors.ts";
+import {EngineBusyError} from "../../engine/errors.ts";
 import type {DecodeEnd, DecodeItem, DecodeJob, DecodeRun, Engine, RegionLease} from "../../engine/engine.ts";
 import type {SideExecutor} from "../executor.ts";
 
@@ -50,9 +50,9 @@ export class ExecutorGatedEngine implements Engine {
     } catch (err) {
       // The side model has one region: waiting for it is waiting for the reply before to finish. The
       // engine's own wording ("all regions are busy") would point at the main model.
-      if (isApiError(err) && err.kind === "engine_busy") {
-        throw new ApiError("engine_busy", `${this.modelId} is answering another request and this one could not start within SVC_QUEUE_TIMEOUT ` +
-          `(${opts.timeoutMs / 1000} s); retry later`, {headers: err.headers});
+      if (err instanceof EngineBusyError) {
+        throw new EngineBusyError(`${this.modelId} is answering another request and this one could not start within SVC_QUEUE_TIMEOUT ` +
+          `(${opts.timeoutMs / 1000} s); retry later`, err.retryAfterS);
       }
       throw err;
     }
@@ -95,7 +95,7 @@ export async function* gatedRun(inner: DecodeRun, executor: SideExecutor, signal
         started = true;
       } catch (err) {
         // A hang-up while the pass waited: the run ends as cancelled and the pipeline answers 499 for it.
-        if (signal.aborted && !isApiError(err)) return {reason: "cancelled"};
+        if (signal.aborted && !(err instanceof EngineBusyError)) return {reason: "cancelled"};
         throw err;
       }
       if (step.done) return step.value;

@@ -7,6 +7,7 @@ import type {Engine} from "../../engine/engine.ts";
 import {LlamaEngine} from "../../engine/llama/llama-engine.ts";
 import {resolveModel} from "../../models/resolve.ts";
 import {GenerationPipeline} from "../../pipeline/generate.ts";
+import type {ModelHandle} from "../../pipeline/model-handle.ts";
 import {ChatTemplate, TemplateRenderError} from "../../templates/chat-template.ts";
 import type {Logger} from "../../observability/log.ts";
 import type {SideModelDef} from "../registry.ts";
@@ -61,16 +62,27 @@ export class SmallGenerationRunner implements SideRunner {
     }
   }
 
+  private modelHandle: ModelHandle | null = null;
+
   /**
-   * The pipeline over the gated engine. Built by the route, which knows SVC_QUEUE_TIMEOUT (the time a request
-   * may wait for the small model's one region); the runner factory is not given the settings.
+   * The small model as the generation routes see it: the pipeline over the gated engine, its template and
+   * identity (no sessions, no prompt cache). Built on first use by the route, which knows SVC_QUEUE_TIMEOUT
+   * (the time a request may wait for the small model's one region); the runner factory is not given the settings.
    */
-  createPipeline(opts: {queueTimeoutMs: number; logger?: Logger}): GenerationPipeline {
-    return new GenerationPipeline(this.engine, this.template, {
-      queueTimeoutMs: opts.queueTimeoutMs,
-      maxTokensDefault: SMALL_GENERATION_LIMITS.defaultMaxTokens,
-      schemaEscape: false,
-    }, opts.logger, null);
+  handle(opts: {queueTimeoutMs: number; logger?: Logger}): ModelHandle {
+    this.modelHandle ??= {
+      identity: {id: this.id, path: this.path, sha256: this.sha256, source: this.source},
+      engine: this.engine,
+      pipeline: new GenerationPipeline(this.engine, this.template, {
+        queueTimeoutMs: opts.queueTimeoutMs,
+        maxTokensDefault: SMALL_GENERATION_LIMITS.defaultMaxTokens,
+        schemaEscape: false,
+      }, opts.logger, null),
+      template: this.template,
+      sessions: null,
+      close: () => this.close(),
+    };
+    return this.modelHandle;
   }
 
   /** Positions of prompt plus answer, as the context really allocated them. */

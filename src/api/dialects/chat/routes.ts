@@ -17,10 +17,10 @@ export function registerChatRoutes(app: FastifyInstance, deps: ServerDeps): void
     const abort = hangUpSignal(req, reply);
     const decoded = decodeChat(req.body, {requestId: id, signal: abort.signal, maxTokensCap: deps.config.maxTokensCap,
       schemas: deps.schemas, grammarEnabled: deps.config.grammar, strictTools: deps.config.strictTools, logger: deps.logger, counters: deps.counters});
-    const who = {id, created: Math.floor(Date.now() / 1000), model: deps.model.id};
+    const who = {id, created: Math.floor(Date.now() / 1000), model: deps.main.identity.id};
     // The streaming guard, when asked for (refused with 400 here, before the reply starts); null otherwise.
     const guard = openChatGuard(deps, req, decoded.body.guard, decoded.request, who);
-    await serveGeneration(deps, req, reply, {
+    await serveGeneration(deps, deps.main, req, reply, {
       route: "chat",
       stream: decoded.stream,
       sessions: true,

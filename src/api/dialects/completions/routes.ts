@@ -14,8 +14,8 @@ export function registerCompletionsRoutes(app: FastifyInstance, deps: ServerDeps
     refuseSideModel(deps, (req.body as {model?: unknown} | null)?.model);
     const abort = hangUpSignal(req, reply);
     const decoded = decodeCompletion(req.body, {requestId: id, signal: abort.signal, maxTokensCap: deps.config.maxTokensCap});
-    const who = {id, created: Math.floor(Date.now() / 1000), model: deps.model.id};
-    await serveGeneration(deps, req, reply, {
+    const who = {id, created: Math.floor(Date.now() / 1000), model: deps.main.identity.id};
+    await serveGeneration(deps, deps.main, req, reply, {
       route: "completions",
       stream: decoded.stream,
       genRequest: decoded.request,

@@ -28,8 +28,8 @@ export function registerMessagesRoutes(app: FastifyInstance, deps: ServerDeps): 
     const abort = hangUpSignal(req, reply);
     refuseSideModel(deps, (req.body as {model?: unknown} | null)?.model);
     const decoded = decodeMessages(req.body, context(req, id, abort.signal), "create");
-    const who = {id, model: deps.model.id, stopSequences: decoded.stopSequences, thinkingDisplay: decoded.thinkingDisplay};
-    await serveGeneration(deps, req, reply, {
+    const who = {id, model: deps.main.identity.id, stopSequences: decoded.stopSequences, thinkingDisplay: decoded.thinkingDisplay};
+    await serveGeneration(deps, deps.main, req, reply, {
       route: "messages",
       stream: decoded.stream,
       sessions: true,
@@ -43,7 +43,7 @@ export function registerMessagesRoutes(app: FastifyInstance, deps: ServerDeps): 
   // The SDK's messages.countTokens: the prompt this body would make, rendered as generation renders it, not run.
   const countTokens = async (req: FastifyRequest) => {
     const decoded = decodeMessages(req.body, context(req, `count_${randomBytes(8).toString("hex")}`, new AbortController().signal), "count");
-    return {input_tokens: deps.pipeline.countPromptTokens(decoded.request)};
+    return {input_tokens: deps.main.pipeline.countPromptTokens(decoded.request)};
   };
 
   for (const prefix of ["/v1", ""]) {

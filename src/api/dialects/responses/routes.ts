@@ -20,9 +20,9 @@ export function registerResponsesRoutes(app: FastifyInstance, deps: ServerDeps):
     refuseSideModel(deps, (req.body as {model?: unknown} | null)?.model);
     const abort = hangUpSignal(req, reply);
     const decoded = decodeResponses(req.body, context(id, abort.signal));
-    const shell = responseShell({id, createdAt: Math.floor(Date.now() / 1000), model: deps.model.id}, decoded);
+    const shell = responseShell({id, createdAt: Math.floor(Date.now() / 1000), model: deps.main.identity.id}, decoded);
     const opts = {summary: decoded.summary, namespaces: decoded.namespaces};
-    await serveGeneration(deps, req, reply, {
+    await serveGeneration(deps, deps.main, req, reply, {
       route: "responses",
       stream: decoded.stream,
       sessions: true,
@@ -36,7 +36,7 @@ export function registerResponsesRoutes(app: FastifyInstance, deps: ServerDeps):
   // The SDK's client.responses.inputTokens.count: the prompt this body would make, counted, not run.
   const countInputTokens = async (req: FastifyRequest) => {
     const decoded = decodeResponses(req.body, context(newId("count"), new AbortController().signal));
-    return {object: "response.input_tokens", input_tokens: deps.pipeline.countPromptTokens(decoded.request)};
+    return {object: "response.input_tokens", input_tokens: deps.main.pipeline.countPromptTokens(decoded.request)};
   };
 
   const noStore = (what: string) => async (req: FastifyRequest) => {
