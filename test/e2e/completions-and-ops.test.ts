@@ -3,12 +3,12 @@
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
 import Anthropic from "@anthropic-ai/sdk";
-import {get, post, startServer, TIMING_FIELDS, type RunningServer} from "./harness.ts";
+import {get, post, TIMING_FIELDS, type RunningServer, sharedServer} from "./harness.ts";
 
 let server: RunningServer;
 
 before(async () => {
-  server = await startServer({SVC_PARALLEL: "2"});
+  server = await sharedServer({SVC_PARALLEL: "2"});
 });
 after(async () => {
   await server?.stop();

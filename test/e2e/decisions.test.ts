@@ -1,6 +1,6 @@
 // Decisions on the real model (SmolLM2-135M behind decider-0.8b): the chat route through the openai client
-// (every option shape, logprobs, streaming), POST /v1/decide (choice, score, noul, 422s), the text limit at
-// its edge, wrong pairings, and SVC_NPU_DEC_RESUME 0 / 1 / 2 giving bit-identical answers.
+// (every option shape, logprobs, streaming), POST /v1/decide (choice, score, noul, 422s), wrong pairings,
+// and SVC_NPU_DEC_RESUME 0 / 1 / 2 giving bit-identical answers. The text limit at its edge is in test/slow/decision-limits.test.ts.
 
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
@@ -248,25 +248,5 @@ describe("SVC_NPU_DEC_RESUME", () => {
     assert.ok(r2[2].usage.cached_tokens >= 128, `resume 2 reuses the kept text (${r2[2].usage.cached_tokens})`);
     assert.ok(r2[4].usage.cached_tokens >= 128, `resume 2 reuses a kept text that the new one extends (${r2[4].usage.cached_tokens})`);
     assert.ok(s2.logs.some((l) => /decision .*restored=true/.test(l)), "a kept text was restored");
-  });
-});
-
-describe("decision text limit (8,192 tokens including question and template)", () => {
-  // "hello" and each " hello" are one token each; the question's overhead is measured on the server.
-  const body = (words: number) => ({state: ["hello", ...Array(words - 1).fill(" hello")].join(""), questions: {a: {type: "noul", instructions: "Is it a greeting?"}}});
-
-  test("8,192 tokens are served; 8,193 are refused with 400 naming the limit", {timeout: 1_800_000}, async () => {
-    const probe = await post(`${s0.url}/v1/decide`, body(1));
-    const overhead = probe.body.usage.prompt_tokens - 1;
-    const over = await post(`${s0.url}/v1/decide`, body(8193 - overhead));
-    assert.equal(over.status, 400, over.text);
-    assert.match(over.body.error.message, /questions\.a: .*up to 8192 tokens; this one takes 8193/);
-    const chatOver = await post(`${s0.url}/v1/chat/completions`, {model: "decider-0.8b", messages: [{role: "user", content: body(8200).state}],
-      response_format: {type: "json_schema", json_schema: {name: "g", description: "Is it a greeting?", schema: {type: "boolean"}}}});
-    assert.equal(chatOver.status, 400, chatOver.text);
-    assert.match(chatOver.body.error.message, /^messages: .*up to 8192 tokens/);
-    const edge = await longPost(`${s0.url}/v1/decide`, body(8192 - overhead));
-    assert.equal(edge.status, 200, edge.text);
-    assert.equal(edge.body.usage.prompt_tokens, 8192);
   });
 });

@@ -2,7 +2,10 @@
 // and hands tests its address, its log lines and an OpenAI client pointed at it.
 
 import {spawn, type ChildProcess} from "node:child_process";
+import {createHash} from "node:crypto";
+import {closeSync, existsSync, openSync, readFileSync, statSync, writeFileSync} from "node:fs";
 import {request} from "node:http";
+import {join} from "node:path";
 import {fileURLToPath} from "node:url";
 import OpenAI from "openai";
 
@@ -11,18 +14,27 @@ const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 export interface RunningServer {
   url: string;
   port: number;
-  logs: string[];
+  /** The server's log lines (for a shared server: those written since this file took it). */
+  readonly logs: string[];
   client: OpenAI;
-  child: ChildProcess;
   stop(): Promise<void>;
   /** Resolves when a log line matching re appears (or rejects after timeoutMs). */
   waitForLog(re: RegExp, timeoutMs?: number): Promise<string>;
 }
 
+function serverEnv(env: Record<string, string>): NodeJS.ProcessEnv {
+  const base: NodeJS.ProcessEnv = {...process.env};
+  delete base.SVC_TEST_POOL;
+  return {...base, SVC_PORT: "0", SVC_CTX_SIZE: "2048", SVC_LOG_LEVEL: "info", SVC_PROGRESS: "lines", ...env};
+}
+
+const LISTENING = /listening on http:\/\/[^:]+:(\d+)/;
+
+/** A server of this file's own, stopped by `stop()`; for tests that need a fresh server's state or settings of their own. */
 export async function startServer(env: Record<string, string> = {}, timeoutMs = 180_000): Promise<RunningServer> {
   const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
     cwd: ROOT,
-    env: {...process.env, SVC_PORT: "0", SVC_CTX_SIZE: "2048", SVC_LOG_LEVEL: "info", SVC_PROGRESS: "lines", ...env},
+    env: serverEnv(env),
     stdio: ["ignore", "pipe", "pipe"],
   });
   const logs: string[] = [];
@@ -60,18 +72,17 @@ export async function startServer(env: Record<string, string> = {}, timeoutMs = 
     });
 
   const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
-  const listening = waitForLog(/listening on http:\/\/[^:]+:(\d+)/, timeoutMs);
+  const listening = waitForLog(LISTENING, timeoutMs);
   const line = await Promise.race([listening, exited.then((code) => {
     throw new Error(`server exited with code ${code} before listening:\n${logs.join("\n")}`);
   })]);
-  const port = Number(/listening on http:\/\/[^:]+:(\d+)/.exec(line)![1]);
+  const port = Number(LISTENING.exec(line)![1]);
   const url = `http://127.0.0.1:${port}`;
   return {
     url,
     port,
     logs,
-    child,
-    client: new OpenAI({baseURL: `${url}/v1`, apiKey: env.SVC_API_KEY ?? "unused", maxRetries: 0, timeout: 120_000}),
+    client: clientFor(url, env),
     waitForLog,
     stop: async () => {
       if (child.exitCode !== null) return;
@@ -81,6 +92,122 @@ export async function startServer(env: Record<string, string> = {}, timeoutMs = 
       clearTimeout(t);
     },
   };
+}
+
+function clientFor(url: string, env: Record<string, string>): OpenAI {
+  return new OpenAI({baseURL: `${url}/v1`, apiKey: env.SVC_API_KEY ?? "unused", maxRetries: 0, timeout: 120_000});
+}
+
+// --- Shared servers ---------------------------------------------------------------------------------------
+// `npm test` (scripts/test.mjs) runs every test file in a process of its own and sets SVC_TEST_POOL to a
+// directory where servers started by sharedServer() are recorded by their settings: the next file that asks
+// for the same settings gets the same server instead of paying for a start (tsx, the native library, the model
+// load, the vocabulary scan). The runner stops them all when the run ends. A file run alone (no pool) owns
+// its server, and its stop() stops it. Only files whose assertions hold on a server that served others before
+// may share one; a file that checks a fresh server's counters starts its own with startServer().
+
+/** Servers kept alive at once; the least recently used one is stopped to make room. */
+const POOL_MAX = 4;
+
+/** One line of the pool index (pool.json); scripts/test.mjs reads the pids from it to stop the servers at the end. */
+interface PoolEntry {
+  key: string;
+  pid: number;
+  port: number;
+  logFile: string;
+  env: Record<string, string>;
+  lastUsed: number;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function poolEntries(dir: string): PoolEntry[] {
+  const index = join(dir, "pool.json");
+  return existsSync(index) ? (JSON.parse(readFileSync(index, "utf8")) as PoolEntry[]).filter((e) => alive(e.pid)) : [];
+}
+
+function savePool(dir: string, entries: PoolEntry[]): void {
+  writeFileSync(join(dir, "pool.json"), JSON.stringify(entries, null, 1));
+}
+
+async function stopPid(pid: number): Promise<void> {
+  if (!alive(pid)) return;
+  process.kill(pid, "SIGTERM");
+  for (let waited = 0; waited < 10_000 && alive(pid); waited += 50) await new Promise((r) => setTimeout(r, 50));
+  if (alive(pid)) process.kill(pid, "SIGKILL");
+}
+
+function readLines(file: string, fromByte: number): string[] {
+  const text = readFileSync(file).subarray(fromByte).toString("utf8");
+  const lines = text.split("\n");
+  lines.pop();
+  return lines;
+}
+
+/** A view of a pooled server: its log from `fromByte` on; stop() leaves it running for the next file. */
+function pooledView(entry: PoolEntry, fromByte: number): RunningServer {
+  const url = `http://127.0.0.1:${entry.port}`;
+  const view: RunningServer = {
+    url,
+    port: entry.port,
+    get logs() {
+      return readLines(entry.logFile, fromByte);
+    },
+    client: clientFor(url, entry.env),
+    waitForLog: async (re, ms = 30_000) => {
+      const deadline = performance.now() + ms;
+      for (;;) {
+        const hit = view.logs.find((l) => re.test(l));
+        if (hit) return hit;
+        if (!alive(entry.pid)) throw new Error(`the shared server exited; last lines:\n${view.logs.slice(-10).join("\n")}`);
+        if (performance.now() > deadline) throw new Error(`no log line matching ${re} within ${ms} ms; last lines:\n${view.logs.slice(-10).join("\n")}`);
+        await new Promise((r) => setTimeout(r, 25));
+      }
+    },
+    stop: async () => {},
+  };
+  return view;
+}
+
+/**
+ * A server with these settings, shared with the other test files of the run that ask for the same settings
+ * (see above). Use it only where the file's assertions do not depend on what the server served before.
+ */
+export async function sharedServer(env: Record<string, string> = {}, timeoutMs = 180_000): Promise<RunningServer> {
+  const dir = process.env.SVC_TEST_POOL;
+  if (!dir) return startServer(env, timeoutMs);
+  const key = createHash("sha256").update(JSON.stringify(Object.entries(env).sort(([a], [b]) => a.localeCompare(b)))).digest("hex").slice(0, 16);
+  let entries = poolEntries(dir);
+  let entry = entries.find((e) => e.key === key);
+  const fresh = !entry;
+  if (!entry) {
+    entries.sort((a, b) => a.lastUsed - b.lastUsed);
+    while (entries.length >= POOL_MAX) await stopPid(entries.shift()!.pid);
+    const logFile = join(dir, `${key}.log`);
+    const fd = openSync(logFile, "a");
+    const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {cwd: ROOT, env: serverEnv(env), stdio: ["ignore", fd, fd], detached: true});
+    closeSync(fd);
+    child.unref();
+    entry = {key, pid: child.pid!, port: 0, logFile, env, lastUsed: Date.now()};
+    const starting = pooledView(entry, 0);
+    const line = await starting.waitForLog(LISTENING, timeoutMs).catch(async (err: Error) => {
+      await stopPid(entry!.pid);
+      throw new Error(`shared server did not start: ${err.message}`);
+    });
+    entry.port = Number(LISTENING.exec(line)![1]);
+    entries.push(entry);
+  }
+  entry.lastUsed = Date.now();
+  savePool(dir, entries);
+  // A server this file started shows its whole log (start-up lines included); a reused one, what follows.
+  return pooledView(entry, fresh ? 0 : statSync(entry.logFile).size);
 }
 
 /** Raw POST with a JSON (or raw string/buffer) body; returns status, headers and parsed body (or text). */

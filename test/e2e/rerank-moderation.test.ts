@@ -1,12 +1,12 @@
 // Reranking and moderation on the real model (SmolLM2-135M behind nx3-reranker-0.6b and nx3guard-gen-0.6b):
 // the Cohere/Jina rerank shape, ordering on a case the 135M model gets right, top_n, return_documents,
 // batched = alone; the OpenAI moderation shape through the openai client, label_scores summing to 1,
-// strict, `messages`; the 4,096-token limits at their edges; wrong pairings.
+// strict, `messages`; wrong pairings. The 4,096-token limits at their edges are in
+// test/slow/side-limits.test.ts.
 
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
-import {post, startServer, type RunningServer, longPost} from "./harness.ts";
-
+import {post, startServer, type RunningServer} from "./harness.ts";
 
 let server: RunningServer;
 
@@ -80,17 +80,6 @@ describe("POST /v1/rerank", () => {
     }
   });
 
-  test("a pair of 4,096 tokens is served; 4,097 is refused naming the document", {timeout: 1_800_000}, async () => {
-    const doc = (words: number) => ["hello", ...Array(words - 1).fill(" hello")].join("");
-    const probe = await rerank({query: "greeting", documents: [doc(1)]});
-    const overhead = probe.body.usage.prompt_tokens - 1;
-    const over = await rerank({query: "greeting", documents: ["short", doc(4097 - overhead)]});
-    assert.equal(over.status, 400, over.text);
-    assert.match(over.body.error.message, /^documents\[1\]: .*takes 4097 tokens.*limit is 4096/);
-    const edge = await longPost(`${server.url}/v1/rerank`, {model: "nx3-reranker-0.6b", query: "greeting", documents: [doc(4096 - overhead)]});
-    assert.equal(edge.status, 200, edge.text);
-    assert.equal(edge.body.usage.prompt_tokens, 4096);
-  });
 });
 
 // The 135M model copies a label written in the text it judges: the only way to make it answer
@@ -172,15 +161,4 @@ describe("POST /v1/moderations", () => {
     }
   });
 
-  test("a prompt of 4,096 tokens is served; 4,097 is refused naming the input", {timeout: 1_800_000}, async () => {
-    const text = (words: number) => ["hello", ...Array(words - 1).fill(" hello")].join("");
-    const probe = await post(`${server.url}/v1/moderations`, {input: text(1)});
-    const overhead = probe.body.usage.prompt_tokens - 1;
-    const over = await post(`${server.url}/v1/moderations`, {input: ["hi", text(4097 - overhead)]});
-    assert.equal(over.status, 400, over.text);
-    assert.match(over.body.error.message, /^input\[1\]: .*takes 4097 tokens.*limit is 4096/);
-    const edge = await longPost(`${server.url}/v1/moderations`, {input: text(4096 - overhead)});
-    assert.equal(edge.status, 200, edge.text);
-    assert.equal(edge.body.usage.prompt_tokens, 4096);
-  });
 });

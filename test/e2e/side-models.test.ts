@@ -5,7 +5,7 @@
 
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
-import {get, post, startServer, type RunningServer} from "./harness.ts";
+import {get, post, startServer, type RunningServer, sharedServer} from "./harness.ts";
 
 const SIDE = "nx3.5-2b";
 const MAIN = "svc-nx3.8-flash-next";
@@ -16,7 +16,7 @@ before(async () => {
   // A tiny SVC_QUEUE_TIMEOUT for the overflow test; every other test sends one request at a time.
   [side, plain] = await Promise.all([
     startServer({SVC_NPU_MODELS: SIDE, SVC_CTX_SIZE: "1024", SVC_PARALLEL: "1", SVC_QUEUE_TIMEOUT: "0.1"}),
-    startServer({SVC_CTX_SIZE: "1024", SVC_PARALLEL: "1"}),
+    sharedServer({SVC_CTX_SIZE: "1024", SVC_PARALLEL: "1"}),
   ]);
 });
 after(async () => {

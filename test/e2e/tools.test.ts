@@ -8,13 +8,13 @@ import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
 import ajvModule from "ajv/dist/2020.js";
 import type OpenAI from "openai";
-import {get, startServer, type RunningServer} from "./harness.ts";
+import {get, type RunningServer, sharedServer} from "./harness.ts";
 
 let server: RunningServer;
 const ajv = new ajvModule.default({strict: false, allErrors: true});
 
 before(async () => {
-  server = await startServer({SVC_PARALLEL: "2"});
+  server = await sharedServer({SVC_PARALLEL: "2"});
 });
 after(async () => {
   await server?.stop();
