@@ -1,30 +1,34 @@
 // Bad input: every case gets a 4xx that names the field and the rule, never a 500, and the server keeps
-// serving. The context is small here (512) so the context-size edge is cheap to reach.
+// serving. In-process over the engine double; the context is small here (512) so the context-size edge is
+// cheap to reach, and exact (the double's context is exactly SVC_CTX_SIZE).
 
 import assert from "node:assert/strict";
 import {after, afterEach, before, describe, test} from "node:test";
 import OpenAI from "openai";
-import {post, startServer, type RunningServer} from "./harness.ts";
+import {post as postOverSocket} from "../e2e/harness.ts";
+import {startInProcessApp, type InProcessApp, type TestResponse} from "../doubles/app.ts";
 
-let server: RunningServer;
+let server: InProcessApp;
 const CTX = 512;
 
 before(async () => {
-  server = await startServer({SVC_PARALLEL: "2", SVC_CTX_SIZE: String(CTX), SVC_MAX_TOKENS_CAP: "1000", SVC_BODY_LIMIT_MB: "1"});
+  // A reply longer than any budget below, so only the budget ends it.
+  server = await startInProcessApp({env: {SVC_PARALLEL: "2", SVC_CTX_SIZE: String(CTX), SVC_MAX_TOKENS_CAP: "1000", SVC_BODY_LIMIT_MB: "1"},
+    script: () => ({steps: [{text: "Sure, here is a long answer. "}], end: "repeat"})});
 });
 after(async () => {
-  await server?.stop();
+  await server?.close();
 });
 // After every refusal the server must still answer a normal request.
 afterEach(async () => {
-  const ok = await post(`${server.url}/v1/chat/completions`, {messages: [{role: "user", content: "Hi"}], max_tokens: 1});
+  const ok = await server.post("/v1/chat/completions", {messages: [{role: "user", content: "Hi"}], max_tokens: 1});
   assert.equal(ok.status, 200, `server still serves after the previous case: ${ok.text}`);
 });
 
-const chat = (body: unknown, headers?: Record<string, string>) => post(`${server.url}/v1/chat/completions`, body, headers);
+const chat = (body: unknown, headers?: Record<string, string>) => server.post("/v1/chat/completions", body, headers);
 const user = [{role: "user", content: "Hello"}];
 
-function refused(res: {status: number; body: any; text: string}, status: number, message: RegExp) {
+function refused(res: Pick<TestResponse, "status" | "body" | "text">, status: number, message: RegExp) {
   assert.equal(res.status, status, res.text);
   assert.equal(typeof res.body?.error?.message, "string", `error body shape: ${res.text}`);
   assert.equal(typeof res.body.error.type, "string");
@@ -40,9 +44,11 @@ describe("bad input is refused with a clear 4xx", () => {
     refused(await chat(bytes), 400, /not valid UTF-8/);
   });
   test("a body of megabytes", async () => {
+    // Over a real socket: the upload itself is what this case is about.
+    const url = await server.listen();
     const big = JSON.stringify({messages: [{role: "user", content: "x".repeat(3 * 1024 * 1024)}]});
     // Several times: the 413 must arrive every time, never a reset while the client is still sending.
-    for (let i = 0; i < 5; i++) refused(await chat(big), 413, /^the request body has \d+ bytes; this server takes at most 1048576 \(SVC_BODY_LIMIT_MB\)/);
+    for (let i = 0; i < 5; i++) refused(await postOverSocket(`${url}/v1/chat/completions`, big), 413, /^the request body has \d+ bytes; this server takes at most 1048576 \(SVC_BODY_LIMIT_MB\)/);
   });
   test("wrong types name the field", async () => {
     refused(await chat({messages: user, temperature: "hot"}), 400, /^temperature: must be a number/);
@@ -96,10 +102,10 @@ describe("bad input is refused with a clear 4xx", () => {
     refused(await chat({messages: user, tools: [{type: "function", function: {name: "a", parameters: []}}]}), 400, /^tools\[0\]\.function\.parameters: must be a JSON schema object/);
   });
   test("a prompt of exactly the context size is refused; one token less is served", async () => {
-    const at = await post(`${server.url}/v1/completions`, {prompt: Array(CTX).fill(28), max_tokens: 1});
+    const at = await server.post("/v1/completions", {prompt: Array(CTX).fill(28), max_tokens: 1});
     refused(at, 400, /the prompt has 512 tokens but a request's context holds 512 positions/);
     assert.equal(at.body.error.code, "context_length_exceeded");
-    const under = await post(`${server.url}/v1/completions`, {prompt: Array(CTX - 1).fill(28), max_tokens: 50, temperature: 0});
+    const under = await server.post("/v1/completions", {prompt: Array(CTX - 1).fill(28), max_tokens: 50, temperature: 0});
     assert.equal(under.status, 200, under.text);
     assert.equal(under.body.usage.completion_tokens, 1, "a budget larger than the room runs until the region is full");
     assert.equal(under.body.choices[0].finish_reason, "length");
@@ -108,13 +114,13 @@ describe("bad input is refused with a clear 4xx", () => {
     refused(await chat({messages: [{role: "user", content: "word ".repeat(2000)}]}), 400, /context holds 512 positions/);
   });
   test("token ids outside the vocabulary", async () => {
-    refused(await post(`${server.url}/v1/completions`, {prompt: [1, 5_000_000]}), 400, /^prompt\[1\]: token id 5000000 is not in the vocabulary/);
+    refused(await server.post("/v1/completions", {prompt: [1, 5_000_000]}), 400, /^prompt\[1\]: token id 5000000 is not in the vocabulary/);
   });
   test("an unknown route is 404 with the error body", async () => {
-    refused(await post(`${server.url}/v1/nothing-here`, {}), 404, /no route POST \/v1\/nothing-here/);
+    refused(await server.post("/v1/nothing-here", {}), 404, /no route POST \/v1\/nothing-here/);
   });
   test("the SDK raises typed errors for refusals", async () => {
-    const client = new OpenAI({baseURL: `${server.url}/v1`, apiKey: "x", maxRetries: 0});
+    const client = new OpenAI({baseURL: `${await server.listen()}/v1`, apiKey: "x", maxRetries: 0});
     await assert.rejects(client.chat.completions.create({model: "m", messages: [], max_tokens: 1}), (err: unknown) => {
       assert.ok(err instanceof OpenAI.BadRequestError);
       assert.equal(err.status, 400);
