@@ -40,6 +40,8 @@ export interface SessionTicket {
   keep: KeepHook | null;
   /** Ends the request's hold on its names (after the keep, if any, settled). */
   end(): void;
+  /** The reply was answered; `released` settles once its state is sealed and kept. */
+  answered?(released: Promise<void>): void;
 }
 
 export interface RunSummary {
@@ -91,7 +93,9 @@ export class GenerationRun implements AsyncIterable<GenerationEvent> {
     const ticket = this.ticket;
     const keep = ticket?.keep ?? undefined;
     const replyBoundaries = this.finished ? this.replyCuts(this.finished.reply, this.finished.generated) : [];
-    void this.lease.release({...(keep ? {keep} : {}), replyBoundaries}).finally(() => ticket?.end());
+    const released = this.lease.release({...(keep ? {keep} : {}), replyBoundaries});
+    if (keep && this.finished) ticket?.answered?.(released);
+    void released.finally(() => ticket?.end());
   }
 
   async *[Symbol.asyncIterator](): AsyncGenerator<GenerationEvent> {

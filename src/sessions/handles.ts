@@ -59,6 +59,8 @@ export class HandleRegistry {
   /** States no longer reachable by name but maybe being loaded: removed when their name is no longer in use. */
   private readonly doomed = new Map<string, Handle[]>();
   private readonly background = new Set<Promise<unknown>>();
+  /** Keeps of replies already answered whose states are still being sealed and written. */
+  private readonly answered = new Set<Promise<unknown>>();
   private indexChain: Promise<void> = Promise.resolve();
   private timer: NodeJS.Timeout | null = null;
   private closed = false;
@@ -283,6 +285,25 @@ export class HandleRegistry {
       this.logger.info("session handle released: unused past SVC_FORK_TTL_S", {name: h.name});
     }
     if (changed) this.saveIndex();
+  }
+
+  /**
+   * A reply with an accepted keep has been answered; `written` settles when its state is kept (or not). The
+   * listing waits for these, so a handle is listed as soon as the client has its reply.
+   */
+  noteAnswered(written: Promise<unknown>): void {
+    const p = written.catch(() => undefined);
+    this.answered.add(p);
+    void p.finally(() => this.answered.delete(p));
+  }
+
+  /** Waits (at most `maxMs`) for the keeps of replies already answered; then list() shows them. */
+  async keepsSettled(maxMs = 30_000): Promise<void> {
+    if (this.answered.size === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, maxMs)));
+    await Promise.race([Promise.allSettled([...this.answered]), bound]);
+    clearTimeout(timer);
   }
 
   /** Waits for background file work (index writes, removals); for tests and shutdown. */

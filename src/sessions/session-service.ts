@@ -55,6 +55,7 @@ export class SessionService implements SessionPort {
         ticket.release();
         settle();
       },
+      answered: (released) => this.registry.noteAnswered(released),
     };
   }
 }

@@ -128,3 +128,27 @@ describe("prompt cache", () => {
     assert.ok(r.choices[0]!.message.content !== undefined);
   });
 });
+
+describe("prompt cache on a fresh server (default regions)", () => {
+  let server: RunningServer;
+  before(async () => {
+    server = await startServer({});
+  });
+  after(async () => {
+    await server?.stop();
+  });
+
+  test("a classifier loop reuses the shared system message from its second item on (the next item waits for a short seal, never starts cold)", async () => {
+    const system = "Classify the review as positive, negative or neutral. Answer with one word after the prefix.";
+    const reviews = ["I loved this film.", "The food was cold and late.", "It was fine, nothing special.", "Best concert of my life."];
+    const cachedCounts: number[] = [];
+    for (const review of reviews) {
+      const res = await server.client.chat.completions.create({model: "m", max_tokens: 1, temperature: 0,
+        messages: [{role: "system", content: system}, {role: "user", content: `Review: ${review}`}]});
+      cachedCounts.push(res.usage!.prompt_tokens_details!.cached_tokens!);
+    }
+    assert.equal(cachedCounts[0], 0, "the first item is cold");
+    for (const [i, n] of cachedCounts.entries()) if (i > 0) assert.ok(n >= 20, `item ${i} reused the system message: cached ${cachedCounts.join(", ")}`);
+  });
+});
+

@@ -76,6 +76,16 @@ describe("named sessions (SVC_FORK=1, 2 handles, 3 s TTL)", () => {
     for (const name of await names(server)) await del(server, name);
   });
 
+  test("a kept handle is listed as soon as its reply is answered (no wait for the keep's log line)", async () => {
+    for (const [i, name] of ["listed-1", "listed-2"].entries()) {
+      const r = await chat(server, ask(`Name a colour, take ${i}.`), {"X-Svc-Keep": name});
+      ok(r);
+      assert.equal(r.headers.get("x-svc-keep"), "accepted");
+      // Straight after the reply: the listing waits for keeps of answered replies, so the name is there.
+      assert.ok((await names(server)).includes(name), `${name} is listed right after its reply`);
+    }
+  });
+
   test("keep, then from with the kept history repeated: accepted, listed, used, resumes after the kept reply", async () => {
     const m1 = ask("What is a compass for?");
     const r1 = await chat(server, m1, {"X-Svc-Keep": "conv-1"});

@@ -9,12 +9,16 @@ import {checkSessionName} from "../fields/session-headers.ts";
 const OFF_MESSAGE = "session handles are off on this server; SVC_FORK=1 turns them on";
 
 export function registerHandleRoutes(app: FastifyInstance, handles: HandleRegistry | null): void {
-  app.get("/svc/handles", async () => ({
-    object: "list",
-    enabled: handles !== null,
-    max: handles?.maxHandles ?? null,
-    data: handles?.list() ?? [],
-  }));
+  app.get("/svc/handles", async () => {
+    // A reply sent with X-Svc-Keep is answered before its state is sealed and written: wait for those keeps.
+    await handles?.keepsSettled();
+    return {
+      object: "list",
+      enabled: handles !== null,
+      max: handles?.maxHandles ?? null,
+      data: handles?.list() ?? [],
+    };
+  });
 
   app.delete<{Params: {name: string}}>("/svc/handles/:name", async (req) => {
     if (handles === null) throw new ApiError("not_found", OFF_MESSAGE);

@@ -147,20 +147,28 @@ export class RegionPool {
   }
 
   /**
-   * Seals in progress: wait for those whose reply this prompt continues (or that a session keeps) and for
-   * the target's; the target's is stopped first when the prompt does not continue it. Other seals go on,
-   * and their regions are left out of this placement.
+   * Seals in progress: wait for those whose reply this prompt continues (or that a session keeps), for those
+   * holding a longer prefix of it than any settled region (a classifier loop's next item shares the system
+   * message with the item just answered: it waits for that short seal and copies the prefix instead of
+   * starting cold), and for the target's; the target's is stopped first when the prompt does not continue it.
+   * Other seals go on, and their regions are left out of this placement.
    */
   private async settleSeals(prompt: readonly number[], target: number): Promise<Set<number>> {
     const untouchable = new Set<number>();
+    let settledBest = 0;
+    for (const r of this.regions) {
+      if (r.seal || (r.id !== target && this.queue.isBusy(r.id))) continue;
+      settledBest = Math.max(settledBest, commonPrefix(r.memory.tokens.slice(0, exactLength(r.memory)), prompt));
+    }
     for (const r of this.regions) {
       const seal = r.seal;
       if (!seal) continue;
       const continues = this.continuesSeal(r.id, prompt);
+      const offers = this.opts.cacheOn ? commonPrefix(seal.tokens, prompt) : 0;
       if (r.id === target) {
         if (!seal.keep && !continues) seal.abort();
         await seal.done;
-      } else if (continues || seal.keep) {
+      } else if (continues || seal.keep || (offers >= MIN_COPY && offers > settledBest)) {
         await seal.done;
       } else {
         untouchable.add(r.id);
@@ -186,8 +194,13 @@ export class RegionPool {
       return true;
     }).then(async (started) => {
       if (!started) return;
+      const sealStart = performance.now();
       try {
-        if (this.opts.cacheOn && exactLength(r.memory) === promptLength && generated.length > 0) await this.sealReply(r, promptLength, generated, opts.replyBoundaries ?? [], shouldStop);
+        if (this.opts.cacheOn && exactLength(r.memory) === promptLength && generated.length > 0) {
+          await this.sealReply(r, promptLength, generated, opts.replyBoundaries ?? [], shouldStop);
+          this.stats.seals++;
+          this.stats.sealS += (performance.now() - sealStart) / 1000;
+        }
         if (keep) await keep({tokens: [...r.memory.tokens.slice(0, exactLength(r.memory))], cuts: [...r.memory.cuts], replyStart: r.memory.replyStart},
           (path) => r.seq.saveStateToFile(path).then(() => undefined));
       } catch (err) {
