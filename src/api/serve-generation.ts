@@ -139,7 +139,8 @@ export async function serveGeneration<Body>(deps: ServerDeps, model: ModelHandle
     opts.watcher?.close();
     run?.close();
     stopRunning?.();
-    deps.stats.recordFinished({route: opts.route, status, timings, structured: genRequest.grammar !== null || (genRequest.tools?.tools.some((t) => t.strict && t.enforced) ?? false)});
+    const phases = run?.summary.stats.phases ?? null;
+    deps.stats.recordFinished({route: opts.route, status, timings, phases, structured: genRequest.grammar !== null || (genRequest.tools?.tools.some((t) => t.strict && t.enforced) ?? false)});
     const st = model.engine.status();
     logRequest(deps.logger, {
       requestId: genRequest.requestId,
@@ -154,6 +155,7 @@ export async function serveGeneration<Body>(deps: ServerDeps, model: ModelHandle
       busyRegions: st.regions.filter((r) => r.state === "busy").length,
       totalRegions: st.regions.length,
       totalMs: performance.now() - t0,
+      phases,
       error,
     });
   }

@@ -55,6 +55,21 @@ export interface DecodeStats {
   /** Prompt-lookup draft tokens evaluated (verified or refuted), and those verified. */
   draftTokens: number;
   draftAccepted: number;
+  /** Where the request's time went inside the engine, when the engine measures it (see EnginePhases). */
+  phases?: EnginePhases;
+}
+
+/**
+ * A request's time inside the engine, beside promptMs (its prompt's evaluation) and predictedMs (first token to
+ * last): waiting in the queue for a region, preparing the region (copies, state loads, waiting for a seal),
+ * decode steps waiting for their batch to be dispatched, and decode steps in the engine (batch wait, compute,
+ * sampling); predictedMs minus engineMs is the time between steps spent outside it (pipeline, SSE writes).
+ */
+export interface EnginePhases {
+  queueMs: number;
+  prepareMs: number;
+  batchWaitMs: number;
+  engineMs: number;
 }
 
 /** The model's own log probability of a generated token, and of the most likely alternatives. */

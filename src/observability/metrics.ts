@@ -114,6 +114,18 @@ const DEFS: readonly MetricDef[] = [
   },
   counter("svc:cache_disk_rejected_total", "Disk tier files skipped and removed (truncated, corrupt, another model or build).",
     (r) => r.cache.disk.rejected),
+  // Where requests' time goes (issue 16): the phases of EnginePhases, and the seals after replies.
+  counter("svc:phase_queue_seconds_total", "Seconds requests waited in the queue for a region, summed.", (r) => r.stats.phaseSeconds.queue),
+  counter("svc:phase_prepare_seconds_total", "Seconds spent preparing regions (copies, state loads, waits for a seal), summed.",
+    (r) => r.stats.phaseSeconds.prepare),
+  counter("svc:phase_batch_wait_seconds_total", "Seconds decode steps waited for their batch to be dispatched, summed.",
+    (r) => r.stats.phaseSeconds.batchWait),
+  counter("svc:phase_decode_engine_seconds_total", "Seconds decode steps spent in the engine (batch wait, compute, sampling), summed.",
+    (r) => r.stats.phaseSeconds.engine),
+  counter("svc:phase_decode_outside_seconds_total", "Seconds between decode steps spent outside the engine (pipeline, SSE writes), summed.",
+    (r) => r.stats.phaseSeconds.outside),
+  counter("svc:seals_total", "Finished replies re-evaluated so the next turn reuses them exactly.", (r) => r.cache.pool.seals),
+  counter("svc:seal_seconds_total", "Seconds those seals took, summed.", (r) => r.cache.pool.seal_s),
 ];
 
 /** Every metric name /metrics exports, in order. */

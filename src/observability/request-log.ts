@@ -4,6 +4,7 @@
 // any, region and pool occupancy.
 
 import type {Timings} from "../core/generation.ts";
+import type {EnginePhases} from "../engine/engine.ts";
 import type {Logger} from "./log.ts";
 
 /** Below this many processed prompt tokens the prefill rate is noise; only the count is printed. */
@@ -23,6 +24,8 @@ export interface RequestRecord {
   busyRegions: number;
   totalRegions: number;
   totalMs: number;
+  /** Where the time went inside the engine, when it measured it. */
+  phases?: EnginePhases | null;
   error?: string;
 }
 
@@ -40,6 +43,19 @@ export function requestLogFields(r: RequestRecord): Record<string, unknown> {
     // Only when speculation ran: accepted/proposed draft tokens.
     if (t.draft_n > 0) f.draft = `${t.draft_n_accepted}/${t.draft_n}`;
     f.ttft_ms = Math.round(t.prompt_ms);
+  }
+  if (r.phases) {
+    // The time breakdown: queue, region preparation, prompt, decode steps in the engine (of which waiting
+    // for their batch), and between steps outside the engine (pipeline, SSE writes).
+    const p = r.phases;
+    f.queue_ms = Math.round(p.queueMs);
+    f.prep_ms = Math.round(p.prepareMs);
+    if (r.timings) {
+      f.prefill_ms = Math.round(r.timings.prompt_ms);
+      f.step_ms = Math.round(p.engineMs);
+      f.batch_wait_ms = Math.round(p.batchWaitMs);
+      f.outside_ms = Math.round(Math.max(0, r.timings.predicted_ms - p.engineMs));
+    }
   }
   if (r.cache) f.cache = r.cache;
   if (r.regionId !== null) f.region = r.regionId;

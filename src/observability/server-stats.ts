@@ -3,6 +3,7 @@
 // scrape never waits on anything.
 
 import type {Timings} from "../core/generation.ts";
+import type {EnginePhases} from "../engine/engine.ts";
 
 export interface FinishedRequest {
   route: string;
@@ -11,6 +12,8 @@ export interface FinishedRequest {
   timings: Timings | null;
   /** A schema or strict tool bound the reply. */
   structured: boolean;
+  /** Where its time went inside the engine, when the engine measured it. */
+  phases?: EnginePhases | null;
 }
 
 export class ServerStats {
@@ -24,6 +27,8 @@ export class ServerStats {
   draftTokens = 0;
   draftAccepted = 0;
   structuredRequests = 0;
+  /** Seconds requests spent in each phase, summed (see EnginePhases); outside = between steps, outside the engine. */
+  readonly phaseSeconds = {queue: 0, prepare: 0, batchWait: 0, engine: 0, outside: 0};
   /** Requests that waited a second or more for a region, and the seconds they waited. */
   queueWaited = 0;
   queueWaitSeconds = 0;
@@ -49,6 +54,13 @@ export class ServerStats {
     this.cachedPromptTokens += t.cache_n;
     this.draftTokens += t.draft_n;
     this.draftAccepted += t.draft_n_accepted;
+    const p = r.phases;
+    if (!p) return;
+    this.phaseSeconds.queue += p.queueMs / 1000;
+    this.phaseSeconds.prepare += p.prepareMs / 1000;
+    this.phaseSeconds.batchWait += p.batchWaitMs / 1000;
+    this.phaseSeconds.engine += p.engineMs / 1000;
+    this.phaseSeconds.outside += Math.max(0, t.predicted_ms - p.engineMs) / 1000;
   }
 
   /** A wait for a region ended: `granted` false when the request gave up. */

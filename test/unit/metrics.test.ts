@@ -32,7 +32,9 @@ const SPEC_NAMES = [
   "svc:cache_stats_age_seconds",
   "svc:strict_tools_unenforced_total",
 ];
-const OUR_NAMES = ["svc:cache_misses_by_reason_total", "svc:cache_disk_rejected_total"];
+const OUR_NAMES = ["svc:cache_misses_by_reason_total", "svc:cache_disk_rejected_total", "svc:phase_queue_seconds_total",
+  "svc:phase_prepare_seconds_total", "svc:phase_batch_wait_seconds_total", "svc:phase_decode_engine_seconds_total",
+  "svc:phase_decode_outside_seconds_total", "svc:seals_total", "svc:seal_seconds_total"];
 
 function timings(over: Partial<Timings>): Timings {
   return {prompt_n: 0, prompt_ms: 0, prompt_per_second: 0, predicted_n: 0, predicted_ms: 0, predicted_per_second: 0,
@@ -45,7 +47,7 @@ function report(): CacheReport {
     miss_reasons: {cold: 4, cache_off: 0, region_busy: 2, evicted: 0, diverged: 3},
     entries: 5, bytes: 123456789, evicted: 8, last_message_rewrites: 6, tokens_saved: 5100,
     pool: {positions: 32768, used: 12000, usage_ratio: 0.3662, busy_regions: 2, held_regions: 3, room_clamped: 1, moved: 2,
-      dropped: 3, waiting_for_room: 9, waiting_s: 12.5, relocated: 1, cold_resorts: 2},
+      dropped: 3, waiting_for_room: 9, waiting_s: 12.5, relocated: 1, cold_resorts: 2, seals: 14, seal_s: 3.25},
     disk: {enabled: true, dir: "/tmp/x", bytes: 777000, budget_bytes: 1_000_000_000, entries: 4, hits: 13, writes: 20, rejected: 17,
       cut_back: 19, disabled_reason: null},
     taken_at: Date.now() - 2000,
@@ -55,9 +57,11 @@ function report(): CacheReport {
 function sources(): MetricsSources {
   const stats = new ServerStats();
   stats.recordFinished({route: "/v1/chat/completions", status: 200, structured: true,
-    timings: timings({prompt_n: 100, prompt_ms: 500, predicted_n: 40, predicted_ms: 2000, cache_n: 30, draft_n: 10, draft_n_accepted: 6})});
+    timings: timings({prompt_n: 100, prompt_ms: 500, predicted_n: 40, predicted_ms: 2000, cache_n: 30, draft_n: 10, draft_n_accepted: 6}),
+    phases: {queueMs: 250, prepareMs: 125, batchWaitMs: 500, engineMs: 1500}});
   stats.recordFinished({route: "/v1/chat/completions", status: 200, structured: false,
-    timings: timings({prompt_n: 300, prompt_ms: 1500, predicted_n: 60, predicted_ms: 1000, cache_n: 0, draft_n: 4, draft_n_accepted: 1})});
+    timings: timings({prompt_n: 300, prompt_ms: 1500, predicted_n: 60, predicted_ms: 1000, cache_n: 0, draft_n: 4, draft_n_accepted: 1}),
+    phases: {queueMs: 1000, prepareMs: 0, batchWaitMs: 250, engineMs: 750}});
   stats.recordFinished({route: "/v1/completions", status: 429, structured: false, timings: null});
   stats.recordWait(2.5, true);
   stats.recordWait(0.5, false);
@@ -136,6 +140,10 @@ describe("metrics", () => {
       "svc:cache_disk_budget_bytes": 1_000_000_000, "svc:cache_disk_hits_total": 13, "svc:cache_last_message_rewrites_total": 6,
       "svc:cache_disk_cut_back_total": 19, "svc:engine_up": 1, "svc:strict_tools_unenforced_total": 7,
       "svc:cache_disk_rejected_total": 17,
+      // Phases summed over the two requests that had them; outside = predicted_ms - engineMs per request.
+      "svc:phase_queue_seconds_total": 1.25, "svc:phase_prepare_seconds_total": 0.125, "svc:phase_batch_wait_seconds_total": 0.75,
+      "svc:phase_decode_engine_seconds_total": 2.25, "svc:phase_decode_outside_seconds_total": 0.75,
+      "svc:seals_total": 14, "svc:seal_seconds_total": 3.25,
     };
     for (const [name, v] of Object.entries(expected)) assert.equal(value(samples, name), v, name);
     const busy = value(samples, "svc:busy_for_seconds");

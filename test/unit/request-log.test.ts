@@ -25,6 +25,14 @@ function record(over: Partial<RequestRecord> = {}): RequestRecord {
 }
 
 describe("requestLogFields", () => {
+  test("the time breakdown: queue, preparation, prefill, steps in the engine, batch wait, and the rest outside it", () => {
+    const f = requestLogFields(record({phases: {queueMs: 12.4, prepareMs: 3.6, batchWaitMs: 40.2, engineMs: 310.7}}));
+    assert.deepEqual([f.queue_ms, f.prep_ms, f.prefill_ms, f.step_ms, f.batch_wait_ms, f.outside_ms], [12, 4, 123, 311, 40, 89]);
+    const refused = requestLogFields(record({timings: null, phases: {queueMs: 1500, prepareMs: 0, batchWaitMs: 0, engineMs: 0}}));
+    assert.deepEqual([refused.queue_ms, refused.prep_ms, refused.step_ms], [1500, 0, undefined], "no decode fields without timings");
+    assert.equal(requestLogFields(record()).queue_ms, undefined, "an engine that does not measure phases adds none");
+  });
+
   test("the floor is 2048", () => {
     assert.equal(PREFILL_RATE_FLOOR, 2048);
   });

@@ -38,6 +38,9 @@ export interface PoolReport {
   relocated: number;
   /** Requests that found a matching prefix only in a busy region and started cold elsewhere. */
   cold_resorts: number;
+  /** Finished replies re-evaluated in pieces so the next turn reuses them exactly, and the seconds that took. */
+  seals: number;
+  seal_s: number;
 }
 
 export interface DiskReport {

@@ -32,6 +32,9 @@ export class CacheStats {
   relocated = 0;
   coldResorts = 0;
   waitingS = 0;
+  /** Finished replies re-evaluated for exact reuse (seals), and the seconds they took. */
+  seals = 0;
+  sealS = 0;
   /** performance.now() when a long cold prefill began, while one runs (the report is then marked stale). */
   prefillSince: number | null = null;
   private takenAt = Date.now();
@@ -89,6 +92,8 @@ export class CacheStats {
         waiting_s: Math.round(this.waitingS * 1000) / 1000,
         relocated: this.relocated,
         cold_resorts: this.coldResorts,
+        seals: this.seals,
+        seal_s: Math.round(this.sealS * 1000) / 1000,
       },
       disk,
       taken_at: this.takenAt,

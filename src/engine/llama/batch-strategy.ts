@@ -28,10 +28,14 @@ export interface BatchPolicyState {
   waitingSince: number | null;
   /** Dispatches sent without a generating sequence because it did not queue in time (for tests and tuning). */
   waitsTimedOut: number;
+  /** When each sequence's pending single-token step was first seen queued (ms). */
+  stepQueuedAt: Map<number, number>;
+  /** Per sequence: ms its steps spent queued before dispatch (behind a prompt piece, or waiting for the others). */
+  batchWaitMs: number[];
 }
 
 export function newBatchPolicyState(): BatchPolicyState {
-  return {lastWasPiece: false, lastPieceSequence: -1, generating: new Set(), waitingSince: null, waitsTimedOut: 0};
+  return {lastWasPiece: false, lastPieceSequence: -1, generating: new Set(), waitingSince: null, waitsTimedOut: 0, stepQueuedAt: new Map(), batchWaitMs: []};
 }
 
 export function chooseBatch(items: readonly BatchItem[], queue: readonly QueuedDecodeView[], state: BatchPolicyState,
@@ -39,9 +43,11 @@ export function chooseBatch(items: readonly BatchItem[], queue: readonly QueuedD
   if (queue.length !== items.length) throw new Error(`batch strategy: ${items.length} items but ${queue.length} queued decodes (node-llama-cpp internals changed?)`);
   const steps: {item: BatchItem; seq: number}[] = [];
   const pieces: {item: BatchItem; seq: number}[] = [];
+  const at = now();
   items.forEach((item, i) => {
     const entry = {item, seq: queue[i]!.sequenceId};
     (item.tokens.length === 1 ? steps : pieces).push(entry);
+    if (item.tokens.length === 1 && !state.stepQueuedAt.has(entry.seq)) state.stepQueuedAt.set(entry.seq, at);
   });
   if (pieces.length > 0 && (steps.length === 0 || !state.lastWasPiece)) {
     pieces.sort((a, b) => a.seq - b.seq);
@@ -53,13 +59,16 @@ export function chooseBatch(items: readonly BatchItem[], queue: readonly QueuedD
   const queued = new Set(items.map((_, i) => queue[i]!.sequenceId));
   const missing = [...state.generating].some((seq) => !queued.has(seq));
   if (missing) {
-    const t = now();
-    state.waitingSince ??= t;
-    if (t - state.waitingSince < STEP_WAIT_MS) return [];
+    state.waitingSince ??= at;
+    if (at - state.waitingSince < STEP_WAIT_MS) return [];
     state.waitsTimedOut++;
   }
   state.waitingSince = null;
   state.lastWasPiece = false;
   steps.sort((a, b) => a.seq - b.seq);
+  for (const {seq} of steps) {
+    state.batchWaitMs[seq] = (state.batchWaitMs[seq] ?? 0) + at - (state.stepQueuedAt.get(seq) ?? at);
+    state.stepQueuedAt.delete(seq);
+  }
   return steps.map(({item}) => ({item, processAmount: 1}));
 }

@@ -4,7 +4,7 @@
 import {availableParallelism} from "node:os";
 import {getLlama, LlamaLogLevel, TokenBias, type Llama, type LlamaContext, type LlamaContextSequence, type LlamaModel, type Token} from "node-llama-cpp";
 import type {Logger} from "../../observability/log.ts";
-import type {DecodeEnd, DecodeJob, DecodeRun, DecodeStats, Engine, EngineInfo, EngineStatus, KeepHook, RegionLease, ReleaseOptions, ResumeState,
+import type {DecodeJob, DecodeRun, DecodeStats, Engine, EngineInfo, EnginePhases, EngineStatus, KeepHook, RegionLease, ReleaseOptions, ResumeState,
   SpeculationInfo} from "../engine.ts";
 import type {CacheReport, DiskReport} from "../kv/cache-report.ts";
 import type {DiskStore} from "../kv/disk-store.ts";
@@ -192,18 +192,20 @@ export class LlamaEngine implements Engine {
     } finally {
       this.pool.stats.waitingS += (performance.now() - waitStart) / 1000;
     }
+    const prepareStart = performance.now();
     try {
       const start = await this.pool.prepare(id, opts.prompt, opts.plan, opts.resume ?? null);
-      return this.lease(id, start);
+      return this.lease(id, start, {queueMs: prepareStart - waitStart, prepareMs: performance.now() - prepareStart, batchWaitMs: 0, engineMs: 0});
     } catch (err) {
       this.queue.release(id);
       throw err;
     }
   }
 
-  private lease(id: number, start: RegionLease["start"]): RegionLease {
+  private lease(id: number, start: RegionLease["start"], phases: EnginePhases): RegionLease {
     const region = this.pool.regions[id]!;
-    const stats: DecodeStats = {promptTokens: 0, cachedTokens: 0, promptMs: 0, predictedTokens: 0, predictedMs: 0, draftTokens: 0, draftAccepted: 0};
+    const stats: DecodeStats = {promptTokens: 0, cachedTokens: 0, promptMs: 0, predictedTokens: 0, predictedMs: 0, draftTokens: 0, draftAccepted: 0, phases};
+    const policy = this.policy;
     let released: Promise<void> | null = null;
     /** Set when a decode ran to its end (not cancelled, not failed): only then is the reply sealed. */
     let finished: {promptLength: number} | null = null;
@@ -218,9 +220,29 @@ export class LlamaEngine implements Engine {
         drafts: this.drafts && speculates(job) ? this.drafts : null,
       });
       return (async function* (): DecodeRun {
-        const end: DecodeEnd = yield* run;
-        if (end.reason !== "cancelled" && !job.signal.aborted) finished = {promptLength: job.prompt.length};
-        return end;
+        // Time in the engine (each step's await) and in its batch queue, as against time with the consumer.
+        const batchWaitBase = policy.batchWaitMs[id] ?? 0;
+        let innerDone = false;
+        let generating = false;
+        try {
+          for (;;) {
+            const t0 = performance.now();
+            const r = await run.next();
+            // From the second token on: the first token's wait is the prompt's (promptMs).
+            if (generating) phases.engineMs += performance.now() - t0;
+            if (!r.done && r.value.kind === "token") generating = true;
+            phases.batchWaitMs = (policy.batchWaitMs[id] ?? 0) - batchWaitBase;
+            if (r.done) {
+              innerDone = true;
+              if (r.value.reason !== "cancelled" && !job.signal.aborted) finished = {promptLength: job.prompt.length};
+              return r.value;
+            }
+            yield r.value;
+          }
+        } finally {
+          // A consumer that stops early (return()) must still run the region's own cleanup.
+          if (!innerDone) await run.return({reason: "cancelled"});
+        }
       })();
     };
     return {
