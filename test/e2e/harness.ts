@@ -72,10 +72,33 @@ export async function startServer(env: Record<string, string> = {}, timeoutMs = 
     });
 
   const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
-  const listening = waitForLog(LISTENING, timeoutMs);
-  const line = await Promise.race([listening, exited.then((code) => {
-    throw new Error(`server exited with code ${code} before listening:\n${logs.join("\n")}`);
-  })]);
+  // Not waitForLog: its timer would outlive a server that exits at start (a refused setting), holding the
+  // test file's process open for the whole timeout after its tests are done.
+  const line = await new Promise<string>((resolve, reject) => {
+    const done = () => {
+      clearTimeout(timer);
+      listeners.delete(check);
+    };
+    const timer = setTimeout(() => {
+      done();
+      reject(new Error(`no listening line within ${timeoutMs} ms; last lines:\n${logs.slice(-10).join("\n")}`));
+    }, timeoutMs);
+    const check = (l: string) => {
+      if (!LISTENING.test(l)) return;
+      done();
+      resolve(l);
+    };
+    const hit = logs.find((l) => LISTENING.test(l));
+    if (hit) {
+      done();
+      return resolve(hit);
+    }
+    listeners.add(check);
+    void exited.then((code) => {
+      done();
+      reject(new Error(`server exited with code ${code} before listening:\n${logs.join("\n")}`));
+    });
+  });
   const port = Number(LISTENING.exec(line)![1]);
   const url = `http://127.0.0.1:${port}`;
   return {
