@@ -1,7 +1,7 @@
 // Runs the test tiers: `node scripts/test.mjs [tier ...]`, default unit, integration and e2e (what `npm test`
 // runs before every commit); `npm run test:all` adds slow. One node:test invocation, so CI reads one summary.
 // Files run one at a time: e2e files talk to real servers and the machine has two cores. Servers that e2e
-// files start with sharedServer() are shared by settings across files (SVC_TEST_POOL) and stopped at the end.
+// files start with sharedServer() are shared by settings across files (TEST_SERVER_POOL) and stopped at the end.
 import {spawn} from "node:child_process";
 import {existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync} from "node:fs";
 import {tmpdir} from "node:os";
@@ -50,7 +50,7 @@ async function stopServers() {
 }
 
 const child = spawn(process.execPath, ["--import", "tsx", "--test", "--test-concurrency=1", "--test-reporter=spec", ...files],
-  {stdio: "inherit", env: {...process.env, SVC_TEST_POOL: pool}});
+  {stdio: "inherit", env: {...process.env, TEST_SERVER_POOL: pool}});
 for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => child.kill(signal));
 child.on("exit", async (code, signal) => {
   await stopServers();

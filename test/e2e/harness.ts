@@ -24,7 +24,7 @@ export interface RunningServer {
 
 function serverEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   const base: NodeJS.ProcessEnv = {...process.env};
-  delete base.SVC_TEST_POOL;
+  delete base.TEST_SERVER_POOL;
   return {...base, SVC_PORT: "0", SVC_CTX_SIZE: "2048", SVC_LOG_LEVEL: "info", SVC_PROGRESS: "lines", ...env};
 }
 
@@ -122,7 +122,7 @@ function clientFor(url: string, env: Record<string, string>): OpenAI {
 }
 
 // --- Shared servers ---------------------------------------------------------------------------------------
-// `npm test` (scripts/test.mjs) runs every test file in a process of its own and sets SVC_TEST_POOL to a
+// `npm test` (scripts/test.mjs) runs every test file in a process of its own and sets TEST_SERVER_POOL to a
 // directory where servers started by sharedServer() are recorded by their settings: the next file that asks
 // for the same settings gets the same server instead of paying for a start (tsx, the native library, the model
 // load, the vocabulary scan). The runner stops them all when the run ends. A file run alone (no pool) owns
@@ -204,7 +204,7 @@ function pooledView(entry: PoolEntry, fromByte: number): RunningServer {
  * (see above). Use it only where the file's assertions do not depend on what the server served before.
  */
 export async function sharedServer(env: Record<string, string> = {}, timeoutMs = 180_000): Promise<RunningServer> {
-  const dir = process.env.SVC_TEST_POOL;
+  const dir = process.env.TEST_SERVER_POOL;
   if (!dir) return startServer(env, timeoutMs);
   const key = createHash("sha256").update(JSON.stringify(Object.entries(env).sort(([a], [b]) => a.localeCompare(b)))).digest("hex").slice(0, 16);
   let entries = poolEntries(dir);
