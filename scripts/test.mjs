@@ -1,7 +1,10 @@
 // Runs the test tiers: `node scripts/test.mjs [tier ...]`, default unit, integration and e2e (what `npm test`
-// runs before every commit); `npm run test:all` adds slow. One node:test invocation, so CI reads one summary.
-// Files run one at a time: e2e files talk to real servers and the machine has two cores. Servers that e2e
-// files start with sharedServer() are shared by settings across files (TEST_SERVER_POOL) and stopped at the end.
+// runs before every commit); `npm run test:all` adds slow.
+//
+// Two node:test invocations: the in-process tiers (unit, integration) two files at a time, then the tiers that
+// talk to real servers (e2e, slow) one file at a time, since each server wants both cores. Servers that e2e
+// files start with sharedServer() are shared by settings across files (TEST_SERVER_POOL) and stopped at the
+// end. The last line is the sum of both runs, "N passed, N failed, N skipped".
 import {spawn} from "node:child_process";
 import {existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync} from "node:fs";
 import {tmpdir} from "node:os";
@@ -9,6 +12,7 @@ import {join} from "node:path";
 
 const TIERS = ["unit", "integration", "e2e", "slow"];
 const DEFAULT = ["unit", "integration", "e2e"];
+const IN_PROCESS = new Set(["unit", "integration"]);
 
 function testFiles(dir) {
   const out = [];
@@ -27,8 +31,10 @@ if (unknown.length > 0) {
   process.exit(2);
 }
 const tiers = asked.length > 0 ? asked : DEFAULT;
-const files = tiers.flatMap((t) => testFiles(join("test", t)));
-const pool = mkdtempSync(join(tmpdir(), "svc-test-pool-"));
+const work = mkdtempSync(join(tmpdir(), "svc-test-"));
+const pool = join(work, "pool");
+/** One count file per invocation (a reporter destination is written anew by each run). */
+const countFile = (i) => join(work, `counts-${i}.json`);
 
 function alive(pid) {
   try {
@@ -46,13 +52,41 @@ async function stopServers() {
   for (const pid of pids) process.kill(pid, "SIGTERM");
   for (let waited = 0; waited < 10_000 && pids.some(alive); waited += 100) await new Promise((r) => setTimeout(r, 100));
   for (const pid of pids.filter(alive)) process.kill(pid, "SIGKILL");
-  rmSync(pool, {recursive: true, force: true});
 }
 
-const child = spawn(process.execPath, ["--import", "tsx", "--test", "--test-concurrency=1", "--test-reporter=spec", ...files],
-  {stdio: "inherit", env: {...process.env, TEST_SERVER_POOL: pool}});
-for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => child.kill(signal));
-child.on("exit", async (code, signal) => {
-  await stopServers();
-  process.exit(code ?? (signal ? 1 : 0));
-});
+let current = null;
+for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => current?.kill(signal));
+
+function run(files, concurrency, counts) {
+  return new Promise((resolve) => {
+    current = spawn(process.execPath, ["--import", "tsx", "--test", `--test-concurrency=${concurrency}`,
+      "--test-reporter=spec", "--test-reporter-destination=stdout",
+      "--test-reporter=./scripts/count-reporter.mjs", `--test-reporter-destination=${counts}`, ...files],
+    {stdio: "inherit", env: {...process.env, TEST_SERVER_POOL: pool}});
+    current.on("exit", (code, signal) => resolve(code ?? (signal ? 1 : 0)));
+  });
+}
+
+const groups = [
+  {files: tiers.filter((t) => IN_PROCESS.has(t)).flatMap((t) => testFiles(join("test", t))), concurrency: 2},
+  {files: tiers.filter((t) => !IN_PROCESS.has(t)).flatMap((t) => testFiles(join("test", t))), concurrency: 1},
+].filter((g) => g.files.length > 0);
+
+let status = 0;
+for (const [i, g] of groups.entries()) {
+  const code = await run(g.files, g.concurrency, countFile(i));
+  if (code !== 0) status = code;
+}
+await stopServers();
+const sum = {passed: 0, failed: 0, skipped: 0};
+for (const i of groups.keys()) {
+  if (!existsSync(countFile(i))) continue;
+  for (const line of readFileSync(countFile(i), "utf8").split("\n").filter(Boolean)) {
+    const c = JSON.parse(line);
+    for (const k of Object.keys(sum)) sum[k] += c[k];
+  }
+}
+rmSync(work, {recursive: true, force: true});
+process.stdout.write(`\n${sum.passed} passed, ${sum.failed} failed, ${sum.skipped} skipped\n`);
+if (status === 0 && sum.failed > 0) status = 1;
+process.exit(status);

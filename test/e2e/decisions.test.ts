@@ -1,30 +1,29 @@
 // Decisions on the real model (SmolLM2-135M behind decider-0.8b): the chat route through the openai client
-// (every option shape, logprobs, streaming), POST /v1/decide (choice, score, noul, 422s), wrong pairings,
-// and SVC_NPU_DEC_RESUME 0 / 1 / 2 giving bit-identical answers. The text limit at its edge is in test/slow/decision-limits.test.ts.
+// (every option shape, logprobs, streaming), POST /v1/decide (choice, score, noul, 422s) and wrong
+// pairings. SVC_NPU_DEC_RESUME 0 / 1 / 2 giving bit-identical answers, and the text limit at its edge, are in
+// the slow tier (test/slow/decision-resume.test.ts, test/slow/decision-limits.test.ts).
 
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
-import {post, readSse, startServer, TIMING_FIELDS, type RunningServer, longPost} from "./harness.ts";
+import {DECIDE, REVIEW} from "./decide-fixture.ts";
+import {post, readSse, startServer, TIMING_FIELDS, type RunningServer} from "./harness.ts";
 
 
 let s0: RunningServer;
-let s1: RunningServer;
 let s2: RunningServer;
 
 const BASE = {SVC_CTX_SIZE: "1024", SVC_PARALLEL: "1", SVC_QUEUE_TIMEOUT: "1800"};
 
 before(async () => {
-  [s0, s1, s2] = await Promise.all([
+  [s0, s2] = await Promise.all([
     startServer({...BASE, SVC_NPU_MODELS: "decider-0.8b", SVC_NPU_DEC_RESUME: "0"}),
-    startServer({...BASE, SVC_NPU_MODELS: "decider-0.8b", SVC_NPU_DEC_RESUME: "1"}),
     startServer({...BASE, SVC_NPU_MODELS: "decider-0.8b,nx3-reranker-0.6b", SVC_NPU_DEC_RESUME: "2", SVC_NPU_DEC_ENTRIES: "2"}),
   ]);
 });
 after(async () => {
-  await Promise.all([s0?.stop(), s1?.stop(), s2?.stop()]);
+  await Promise.all([s0?.stop(), s2?.stop()]);
 });
 
-const REVIEW = "I loved this film. The acting was wonderful and the story moved me to tears.";
 
 function decision(schema: Record<string, unknown>, extra: Record<string, unknown> = {}) {
   return {
@@ -146,15 +145,6 @@ describe("decisions on the chat route (openai client)", () => {
   });
 });
 
-const DECIDE = {
-  model: "anything",
-  state: {review: REVIEW, stars_given: null},
-  questions: {
-    sentiment: {type: "choice", instructions: "What is the sentiment of the review?", criteria: {positive: "the reviewer liked it", negative: null, mixed: null}},
-    stars: {type: "score", instructions: "How many stars would the reviewer give?", criteria: ["none", "one", "two", "three"]},
-    film: {type: "noul", instructions: "Is the text about a film?"},
-  },
-};
 
 describe("POST /v1/decide", () => {
   test("choice, score and noul answers: probabilities sum to 1, choice is the argmax, score is the expected level", async () => {
@@ -211,42 +201,5 @@ describe("POST /v1/decide", () => {
     const rerank = await post(`${s2.url}/v1/rerank`, {model: "decider-0.8b", query: "q", documents: ["d"]});
     assert.equal(rerank.status, 400);
     assert.match(rerank.body.error.message, /POST \/v1\/decide/);
-  });
-});
-
-describe("SVC_NPU_DEC_RESUME", () => {
-  // Long enough (>128 tokens) that an extension shares whole 64-token pieces with the kept text.
-  const LONG = Array.from({length: 12}, (_, i) => `Day ${i + 1}: the team met, reviewed the open issues, fixed two bugs and wrote notes for the next release.`).join(" ");
-  const requests = [
-    DECIDE,
-    {...DECIDE, state: LONG},
-    {state: LONG, questions: {done: {type: "noul", instructions: "Did the team fix bugs?"}}},
-    {state: "Another text entirely.", questions: {x: {type: "noul", instructions: "Is it short?"}}},
-    {state: `${LONG} Day 13: the release shipped.`, questions: {shipped: {type: "noul", instructions: "Did the release ship?"}}},
-    DECIDE,
-  ];
-
-  test("answers are bit-identical with resume 0, 1 and 2; 1 and 2 report the reused text", async () => {
-    const run = async (s: RunningServer) => {
-      const out = [];
-      for (const body of requests) {
-        const r = await longPost(`${s.url}/v1/decide`, body);
-        assert.equal(r.status, 200, r.text);
-        out.push(r.body);
-      }
-      return out;
-    };
-    const [r0, r1, r2] = [await run(s0), await run(s1), await run(s2)];
-    for (let i = 0; i < requests.length; i++) {
-      assert.deepEqual(r1[i].answers, r0[i].answers, `request ${i}: resume 1 = resume 0`);
-      assert.deepEqual(r2[i].answers, r0[i].answers, `request ${i}: resume 2 = resume 0`);
-    }
-    assert.equal(r0[0].usage.cached_tokens, 0, "resume 0 reads every prompt whole");
-    assert.ok(r1[0].usage.cached_tokens > 0, "resume 1: the later questions reuse the text");
-    assert.equal(r1[2].usage.cached_tokens, 0, "resume 1 keeps nothing across requests");
-    // Request 2 repeats request 1's text; request 4 extends it after another text came between (restored from a kept state).
-    assert.ok(r2[2].usage.cached_tokens >= 128, `resume 2 reuses the kept text (${r2[2].usage.cached_tokens})`);
-    assert.ok(r2[4].usage.cached_tokens >= 128, `resume 2 reuses a kept text that the new one extends (${r2[4].usage.cached_tokens})`);
-    assert.ok(s2.logs.some((l) => /decision .*restored=true/.test(l)), "a kept text was restored");
   });
 });
