@@ -60,6 +60,7 @@ export async function loadModels(config: Config, logger: Logger): Promise<Loaded
     promptPiece: config.promptPiece,
     promptCache: config.promptCache,
     threads: config.threads,
+    decodeThreads: config.decodeThreads,
     flashAttention: config.flashAttention,
     speculation: config.speculation,
     logger,

@@ -19,6 +19,8 @@ export interface EngineInfo {
   regions: number;
   promptPiece: number;
   threads: number;
+  /** Threads for batches of decode steps (prompt pieces use `threads`). */
+  decodeThreads: number;
   flashAttention: boolean;
   speculation: SpeculationInfo;
   vocabSize: number;

@@ -113,6 +113,7 @@ export class EngineDouble implements Engine {
       regions,
       promptPiece: this.piece,
       threads: 1,
+      decodeThreads: 1,
       flashAttention: true,
       speculation: {mode: "off", active: false, stepCost: null, reason: "the engine double does not speculate"},
       vocabSize: tok.VOCAB_SIZE,

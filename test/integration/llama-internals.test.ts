@@ -6,7 +6,7 @@ import {availableParallelism, homedir, tmpdir} from "node:os";
 import {join} from "node:path";
 import {after, before, describe, test} from "node:test";
 import {getLlama, InputLookupTokenPredictor, LlamaGrammarEvaluationState, type Llama, type LlamaContext, type LlamaModel, type Token} from "node-llama-cpp";
-import {acceptGrammarToken, attachTokenPredictor, detachTokenPredictor, copySequenceState, createEmbeddingsContext, grammarAcceptsText, pooledEmbedding, INTERNAL_MEMBERS, PINNED_NODE_LLAMA_CPP, queuedDecodes, sequenceIdOf, type QueuedDecodeView} from "../../src/engine/llama/internals.ts";
+import {acceptGrammarToken, attachTokenPredictor, detachTokenPredictor, copySequenceState, createEmbeddingsContext, grammarAcceptsText, pooledEmbedding, INTERNAL_MEMBERS, PINNED_NODE_LLAMA_CPP, queuedDecodes, sequenceIdOf, setNextBatchThreads, type QueuedDecodeView} from "../../src/engine/llama/internals.ts";
 import {DEFAULT_MAIN_MODEL_SPEC} from "../../src/models/known-files.ts";
 import {resolveModel} from "../../src/models/resolve.ts";
 import {ensureConverted} from "../../src/models/hf-convert/convert.ts";
@@ -40,7 +40,7 @@ describe("node-llama-cpp internals", () => {
       "Llama._bindings.AddonSampler.acceptGrammarEvaluationStateToken", "LlamaGrammarEvaluationState._state",
       "LlamaContextSequence._copyStateFromOtherSequence", "LlamaModel.createContext({_embeddings})", "LlamaContext._ctx.getEmbedding",
       "LlamaContextSequence._tokenPredictor", "LlamaContextSequence._resetTokenPredictor", "LlamaContextSequence._tokenPredictorOwner",
-      "LlamaContextSequence._abortTokenPredictor"].sort());
+      "LlamaContextSequence._abortTokenPredictor", "LlamaContext._idealThreads", "LlamaContext._threadSplitterConsumer._wantedThreads"].sort());
   });
 
   test("LlamaGrammar._testText tells whole-text matches", async () => {
@@ -197,6 +197,30 @@ describe("node-llama-cpp internals", () => {
       await ctx.dispose();
     }
   });
+  test("setNextBatchThreads from a batching strategy decides the threads of that very batch", async () => {
+    let ctx: LlamaContext | undefined;
+    let next = 1;
+    const used: number[] = [];
+    ctx = await model.createContext({
+      sequences: 1, contextSize: 256, flashAttention: true, threads: {ideal: 2, min: 1},
+      batching: {itemPrioritizationStrategy: ({items}) => {
+        setNextBatchThreads(ctx!, next);
+        return items.map((item) => ({item, processAmount: item.tokens.length}));
+      }},
+    });
+    try {
+      const seq = ctx.getSequence();
+      for (const [i, threads] of [1, 2, 1].entries()) {
+        next = threads;
+        await seq.evaluateWithoutGeneratingNewTokens(model.tokenize(` piece number ${i}`) as Token[]);
+        used.push(ctx.currentThreads);
+      }
+      assert.deepEqual(used, [1, 2, 1]);
+    } finally {
+      await ctx.dispose();
+    }
+  });
+
   test("embeddings context: pooledEmbedding reads the pooled vector of sequence 0 only (why BERT inputs cannot share a decode)", async () => {
     const modelsDir = join(homedir(), ".cache", "svc", "models");
     const logger = createMemoryLogger();

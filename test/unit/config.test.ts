@@ -33,6 +33,7 @@ describe("defaults", () => {
       apiKey: undefined,
       parallel: 4,
       ctxSize: 8192,
+      decodeThreads: "auto",
       threads: undefined,
       promptPiece: 64,
       flashAttention: true,
@@ -88,7 +89,7 @@ describe("defaults", () => {
       assert.deepEqual(c[key], defaults[key], `${s.name}: shown ${s.shown}`);
       checked++;
     }
-    assert.equal(checked, 32);
+    assert.equal(checked, 33);
   });
 
   test("settings shown as unset or computed default to undefined", () => {

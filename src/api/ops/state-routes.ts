@@ -51,6 +51,7 @@ export function registerStateRoutes(app: FastifyInstance, deps: ServerDeps): voi
         prompt_cache: config.promptCache,
         step_waits_timed_out: st.stepWaitsTimedOut,
         threads: engine.info.threads,
+        decode_threads: engine.info.decodeThreads,
         flash_attention: engine.info.flashAttention,
         speculation: {mode: engine.info.speculation.mode, active: engine.info.speculation.active,
           step_cost: engine.info.speculation.stepCost === null ? null : Number(engine.info.speculation.stepCost.toFixed(3)),

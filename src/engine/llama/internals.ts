@@ -148,6 +148,21 @@ export async function detachTokenPredictor(sequence: LlamaContextSequence): Prom
   }
 }
 
+/**
+ * The threads the context's next decode runs on. node-llama-cpp fixes them per context (its consumer of the
+ * threads splitter hands `_wantedThreads` to `_ctx.setThreads` before every batch, and re-creates the consumer
+ * from `_idealThreads`); svc sets them per batch from its batch strategy, which runs just before that hand-off.
+ * Measured here (2 cores, bench/library-threads.ts): a one-token decode step runs faster on one thread than on
+ * two (82 vs 74 tok/s alone), because the library hands each decode a fresh, short-lived worker pool, while a
+ * prompt piece gains from both.
+ */
+export function setNextBatchThreads(context: LlamaContext, threads: number): void {
+  const c = context as unknown as {_idealThreads?: number; _threadSplitterConsumer?: {_wantedThreads?: number}};
+  if (typeof c._idealThreads !== "number") throw new Error("node-llama-cpp internal LlamaContext._idealThreads is missing; svc needs node-llama-cpp " + PINNED_NODE_LLAMA_CPP);
+  c._idealThreads = threads;
+  if (c._threadSplitterConsumer) c._threadSplitterConsumer._wantedThreads = threads;
+}
+
 /** The list above, for the internals test. */
 export const INTERNAL_MEMBERS = [
   "LlamaContext._queuedDecodes[].sequenceId",
@@ -163,4 +178,6 @@ export const INTERNAL_MEMBERS = [
   "LlamaContextSequence._resetTokenPredictor",
   "LlamaContextSequence._tokenPredictorOwner",
   "LlamaContextSequence._abortTokenPredictor",
+  "LlamaContext._idealThreads",
+  "LlamaContext._threadSplitterConsumer._wantedThreads",
 ] as const;

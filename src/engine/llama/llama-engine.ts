@@ -11,7 +11,8 @@ import type {DiskStore} from "../kv/disk-store.ts";
 import {exactLength} from "../kv/region-memory.ts";
 import {RegionQueue} from "../region-queue.ts";
 import {chooseBatch, newBatchPolicyState, type BatchPolicyState} from "./batch-strategy.ts";
-import {acceptGrammarToken, PINNED_NODE_LLAMA_CPP, queuedDecodes, sequenceIdOf} from "./internals.ts";
+import {acceptGrammarToken, PINNED_NODE_LLAMA_CPP, queuedDecodes, sequenceIdOf, setNextBatchThreads} from "./internals.ts";
+import {measureDecodeThreads, STEP_TOKENS} from "./decode-threads.ts";
 import {classifyTokens, GrammarConstraint, GrammarStore, type TokenClasses} from "./grammar-constraint.ts";
 import {runOnRegion, type GrammarBinder} from "./region-decode.ts";
 import {LONG_PREFILL_TOKENS, RegionPool} from "./region-pool.ts";
@@ -28,6 +29,8 @@ export interface LlamaEngineOptions {
   /** The disk tier, when SVC_CACHE_DIR is set. */
   disk?: DiskStore | null;
   threads?: number;
+  /** Threads for batches of decode steps; "auto" measures at load (see decode-threads.ts). Default: `threads`. */
+  decodeThreads?: "auto" | number;
   /** Flash attention in the context (SVC_FLASH_ATTENTION); speculation needs it. */
   flashAttention: boolean;
   /** Prompt-lookup speculation for eligible greedy runs (SVC_SPECULATION); see prompt-lookup.ts. */
@@ -64,7 +67,7 @@ export class LlamaEngine implements Engine {
     private readonly sequences: LlamaContextSequence[],
     private readonly policy: BatchPolicyState,
     opts: LlamaEngineOptions,
-    threads: number,
+    threads: {prompt: number; decode: number},
     /** What close() disposes: only what load() created itself. */
     private readonly owns: {llama: boolean; model: boolean},
     speculation: SpeculationInfo,
@@ -99,7 +102,8 @@ export class LlamaEngine implements Engine {
       trainContextSize: model.trainContextSize,
       regions: sequences.length,
       promptPiece: opts.promptPiece,
-      threads,
+      threads: threads.prompt,
+      decodeThreads: threads.decode,
       flashAttention: opts.flashAttention,
       speculation,
       vocabSize: this.vocabTexts.length,
@@ -133,6 +137,8 @@ export class LlamaEngine implements Engine {
     const contextSize = Math.min(opts.contextSize, model.trainContextSize);
     const policy = newBatchPolicyState();
     let contextRef: LlamaContext | undefined;
+    /** Threads for step batches; set after the measurement below (every thread until then). */
+    let decodeThreads = threads;
     const context = await model.createContext({
       sequences: opts.regions,
       contextSize,
@@ -143,7 +149,11 @@ export class LlamaEngine implements Engine {
       failedCreationRemedy: false,
       batching: {
         dispatchSchedule: "nextCycle",
-        itemPrioritizationStrategy: ({items}) => chooseBatch(items, queuedDecodes(contextRef!), policy),
+        itemPrioritizationStrategy: ({items}) => {
+          const chosen = chooseBatch(items, queuedDecodes(contextRef!), policy);
+          if (chosen.length > 0) setNextBatchThreads(contextRef!, chosen.some((c) => c.processAmount > STEP_TOKENS) ? threads : decodeThreads);
+          return chosen;
+        },
       },
     });
     contextRef = context;
@@ -153,9 +163,15 @@ export class LlamaEngine implements Engine {
     sequences.forEach((s, i) => {
       if (sequenceIdOf(s) !== i) throw new Error(`region ${i} got sequence id ${sequenceIdOf(s)}`);
     });
+    if (typeof opts.decodeThreads === "number") decodeThreads = opts.decodeThreads;
+    else if (opts.decodeThreads === "auto" && threads > 1) {
+      const choice = await measureDecodeThreads(sequences[0]!, model.tokenize(STEP_COST_TEXT) as number[], [1, threads], (n) => (decodeThreads = n));
+      decodeThreads = choice.decode;
+      opts.logger.info("decode threads", {chosen: choice.decode, step_ms: Object.entries(choice.measuredMs).map(([n, ms]) => `${n}:${ms.toFixed(2)}`).join(",")});
+    }
     const speculation = await speculationAtLoad(opts, model, sequences[0]!);
-    return new LlamaEngine(llama, model, context, sequences, policy, opts, threads, {llama: opts.llama === undefined, model: opts.model === undefined},
-      speculation);
+    return new LlamaEngine(llama, model, context, sequences, policy, opts, {prompt: threads, decode: decodeThreads},
+      {llama: opts.llama === undefined, model: opts.model === undefined}, speculation);
   }
 
   tokenize(text: string, opts: {special: boolean}): number[] {

@@ -37,6 +37,8 @@ interface Seal {
   /** The prompt and reply being sealed (the region's tokens when it is done). */
   tokens: readonly number[];
   promptLength: number;
+  /** Reply tokens re-evaluated so far. */
+  progress: number;
 }
 
 interface Region {
@@ -44,6 +46,11 @@ interface Region {
   seq: LlamaContextSequence;
   memory: RegionMemory;
   seal: Seal | null;
+}
+
+/** Reply tokens a seal still has to evaluate. */
+function sealLeft(seal: Seal): number {
+  return seal.tokens.length - seal.promptLength - seal.progress;
 }
 
 type StateRef = {kind: "disk"; entry: DiskEntry} | {kind: "handle"; resume: ResumeState};
@@ -148,9 +155,11 @@ export class RegionPool {
 
   /**
    * Seals in progress: wait for those whose reply this prompt continues (or that a session keeps), for those
-   * holding a longer prefix of it than any settled region (a classifier loop's next item shares the system
-   * message with the item just answered: it waits for that short seal and copies the prefix instead of
-   * starting cold), and for the target's; the target's is stopped first when the prompt does not continue it.
+   * holding a longer prefix of it than any settled region when the seal has less left to evaluate than the
+   * prefix saves (a classifier loop's next item shares the system message with the one-token item just
+   * answered: it waits for that short seal and copies the prefix instead of starting cold; a short prompt
+   * beside a long reply's seal does not wait), and for the target's; the target's is stopped first when the
+   * prompt does not continue it.
    * Other seals go on, and their regions are left out of this placement.
    */
   private async settleSeals(prompt: readonly number[], target: number): Promise<Set<number>> {
@@ -168,7 +177,7 @@ export class RegionPool {
       if (r.id === target) {
         if (!seal.keep && !continues) seal.abort();
         await seal.done;
-      } else if (continues || seal.keep || (offers >= MIN_COPY && offers > settledBest)) {
+      } else if (continues || seal.keep || (offers >= MIN_COPY && offers - settledBest >= sealLeft(seal))) {
         await seal.done;
       } else {
         untouchable.add(r.id);
@@ -185,7 +194,7 @@ export class RegionPool {
     let resolveDone!: () => void;
     const done = new Promise<void>((res) => (resolveDone = res));
     const seal: Seal = {done, abort: () => (aborted = true), keep: keep !== undefined, tokens: [...r.memory.tokens.slice(0, promptLength), ...generated],
-      promptLength};
+      promptLength, progress: 0};
     const shouldStop = () => aborted || (!seal.keep && this.queue.queued > 0);
     const work = this.prep.run(async () => {
       // Started in the serial queue so no placement runs halfway through; the evaluation itself runs outside it.
@@ -197,7 +206,7 @@ export class RegionPool {
       const sealStart = performance.now();
       try {
         if (this.opts.cacheOn && exactLength(r.memory) === promptLength && generated.length > 0) {
-          await this.sealReply(r, promptLength, generated, opts.replyBoundaries ?? [], shouldStop);
+          await this.sealReply(r, promptLength, generated, opts.replyBoundaries ?? [], shouldStop, (n) => (seal.progress = n));
           this.stats.seals++;
           this.stats.sealS += (performance.now() - sealStart) / 1000;
         }
@@ -219,7 +228,8 @@ export class RegionPool {
     return work.finally(release);
   }
 
-  private async sealReply(r: Region, promptLength: number, generated: readonly number[], boundaries: readonly number[], stop: () => boolean): Promise<void> {
+  private async sealReply(r: Region, promptLength: number, generated: readonly number[], boundaries: readonly number[], stop: () => boolean,
+    progress: (tokens: number) => void): Promise<void> {
     await this.truncate(r, promptLength);
     r.memory.tokens = r.memory.tokens.slice(0, promptLength);
     const end = promptLength + generated.length;
@@ -232,6 +242,7 @@ export class RegionPool {
       r.memory.tokens.push(...piece);
       r.memory.cuts.push(c);
       a = c;
+      progress(c - promptLength);
     }
     r.memory.replyStart = promptLength;
   }
