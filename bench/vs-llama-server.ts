@@ -21,6 +21,8 @@ import {libraryDecode} from "./llama-server/library.ts";
 import {startLlamaServer, startSvc, type Server, type Shape} from "./llama-server/servers.ts";
 
 const QUICK = process.env.BENCH_QUICK === "1";
+/** BENCH_ONLY=a,b,c,d,f runs only those workloads (all by default). */
+const ONLY = new Set((process.env.BENCH_ONLY ?? "a,b,c,d,f").split(","));
 const ROUNDS = QUICK ? 1 : 3;
 const SYSTEM = "You are a helpful assistant. Answer the user's request in full.";
 const TOPICS = ["a lighthouse keeper who finds a map", "a young dragon afraid of flying", "a robot that learns to bake bread", "two sisters crossing a desert",
@@ -110,67 +112,86 @@ async function main(): Promise<void> {
     // Warm both once (first-request costs are not what is measured).
     for (const s of pair) await streamChat(s.url, {...story(0), max_tokens: 8});
 
-    // (a) one stream
     const single = new Map<Server, Stream[]>(pair.map((s) => [s, []]));
-    for (let r = 0; r < ROUNDS; r++) {
-      for (const s of r % 2 ? [...pair].reverse() : pair) single.get(s)!.push(...(await oneStream(s, [0, 1, 2, 3].map((i) => story(i + r)))));
-    }
-    say("(a) done");
-    // (e) the library alone, same prompts as rendered by the template (SmolLM2's ChatML)
-    const lib = await libraryDecode(gguf, shape.threads, [0, 1, 2, 3].map((i) =>
-      `<|im_start|>system\n${SYSTEM}<|im_end|>\n<|im_start|>user\nWrite a long story about ${TOPICS[i]}.<|im_end|>\n<|im_start|>assistant\n`), 128);
     const m = (s: Server, f: (x: Stream) => number) => median(single.get(s)!.map(f));
-    rows.push({label: "(a) 1 stream: decode tok/s (median)", svc: m(svc, decodeTps), llama: m(llama, decodeTps), lib: median(lib.map((x) => x.decodeTps)), unit: "tok/s"});
-    rows.push({label: "(a) 1 stream: TTFT p50", svc: m(svc, ttftMs), llama: m(llama, ttftMs), lib: median(lib.map((x) => x.ttftMs)), unit: "ms"});
-
-    // (b) four concurrent streams, 16 requests
-    const conc = new Map<Server, {agg: number[]; ttft: number[]}>(pair.map((s) => [s, {agg: [], ttft: []}]));
-    for (let r = 0; r < Math.max(1, ROUNDS - 1); r++) {
-      for (const s of r % 2 ? [...pair].reverse() : pair) {
-        const runs = await concurrent(s, Array.from({length: 16}, (_, i) => story(i + r)), 4);
-        conc.get(s)!.agg.push(aggregateTps(runs));
-        conc.get(s)!.ttft.push(...runs.map(ttftMs));
+    if (ONLY.has("a")) {
+      // (a) one stream
+      for (let r = 0; r < ROUNDS; r++) {
+        for (const s of r % 2 ? [...pair].reverse() : pair) single.get(s)!.push(...(await oneStream(s, [0, 1, 2, 3].map((i) => story(i + r)))));
       }
-    }
-    say("(b) done");
-    rows.push({label: "(b) 4 concurrent: aggregate tok/s", svc: median(conc.get(svc)!.agg), llama: median(conc.get(llama)!.agg), unit: "tok/s"});
-    rows.push({label: "(b) 4 concurrent: TTFT p50", svc: median(conc.get(svc)!.ttft), llama: median(conc.get(llama)!.ttft), unit: "ms"});
-    rows.push({label: "(b) 4 concurrent: TTFT p95", svc: percentile(conc.get(svc)!.ttft, 0.95), llama: percentile(conc.get(llama)!.ttft, 0.95), unit: "ms"});
+      say("(a) done");
+      // (e) the library alone, same prompts as rendered by the template (SmolLM2's ChatML)
+      const lib = await libraryDecode(gguf, shape.threads, [0, 1, 2, 3].map((i) =>
+        `<|im_start|>system\n${SYSTEM}<|im_end|>\n<|im_start|>user\nWrite a long story about ${TOPICS[i]}.<|im_end|>\n<|im_start|>assistant\n`), 128);
+      rows.push({label: "(a) 1 stream: decode tok/s (median)", svc: m(svc, decodeTps), llama: m(llama, decodeTps), lib: median(lib.map((x) => x.decodeTps)), unit: "tok/s"});
+      rows.push({label: "(a) 1 stream: TTFT p50", svc: m(svc, ttftMs), llama: m(llama, ttftMs), lib: median(lib.map((x) => x.ttftMs)), unit: "ms"});
 
-    // (d) a JSON schema against free text, one stream
-    const schemaTps = new Map<Server, number[]>(pair.map((s) => [s, []]));
-    for (let r = 0; r < ROUNDS; r++) {
-      for (const s of r % 2 ? [...pair].reverse() : pair) schemaTps.get(s)!.push(...(await oneStream(s, [0, 1].map((i) => structured(i + r)))).map(decodeTps));
+    
     }
-    say("(d) done");
-    rows.push({label: "(d) schema-constrained decode tok/s", svc: median(schemaTps.get(svc)!), llama: median(schemaTps.get(llama)!), unit: "tok/s"});
-    rows.push({label: "(d) constrained / free decode", svc: median(schemaTps.get(svc)!) / m(svc, decodeTps),
-      llama: median(schemaTps.get(llama)!) / m(llama, decodeTps), unit: "x"});
 
-    // (c) agentic: cold (the system prompt is new to the server), then warm (same system prompt, new conversations)
-    const system = agentSystem();
-    const ag = new Map<Server, {cold: number; warm: number; ttft: number[]}>();
-    for (const s of pair) ag.set(s, {cold: 0, warm: 0, ttft: []});
-    for (const phase of ["cold", "warm"] as const) {
-      for (const s of phase === "cold" ? pair : [...pair].reverse()) {
-        const r = await agentic(s, system, 3, QUICK ? 3 : 5, `${phase}`);
-        ag.get(s)![phase] = r.wallS;
-        ag.get(s)!.ttft.push(...r.followUpTtft);
-        say(`(c) ${s.name} ${phase}: ${r.wallS.toFixed(1)} s`);
+    if (ONLY.has("b")) {
+      // (b) four concurrent streams, 16 requests
+      const conc = new Map<Server, {agg: number[]; ttft: number[]}>(pair.map((s) => [s, {agg: [], ttft: []}]));
+      for (let r = 0; r < Math.max(1, ROUNDS - 1); r++) {
+        for (const s of r % 2 ? [...pair].reverse() : pair) {
+          const runs = await concurrent(s, Array.from({length: 16}, (_, i) => story(i + r)), 4);
+          conc.get(s)!.agg.push(aggregateTps(runs));
+          conc.get(s)!.ttft.push(...runs.map(ttftMs));
+        }
       }
+      say("(b) done");
+      rows.push({label: "(b) 4 concurrent: aggregate tok/s", svc: median(conc.get(svc)!.agg), llama: median(conc.get(llama)!.agg), unit: "tok/s"});
+      rows.push({label: "(b) 4 concurrent: TTFT p50", svc: median(conc.get(svc)!.ttft), llama: median(conc.get(llama)!.ttft), unit: "ms"});
+      rows.push({label: "(b) 4 concurrent: TTFT p95", svc: percentile(conc.get(svc)!.ttft, 0.95), llama: percentile(conc.get(llama)!.ttft, 0.95), unit: "ms"});
+
+    
     }
-    rows.push({label: "(c) agentic wall, cold", svc: ag.get(svc)!.cold, llama: ag.get(llama)!.cold, unit: "s"});
-    rows.push({label: "(c) agentic wall, warm", svc: ag.get(svc)!.warm, llama: ag.get(llama)!.warm, unit: "s"});
-    rows.push({label: "(c) agentic follow-up TTFT median", svc: median(ag.get(svc)!.ttft), llama: median(ag.get(llama)!.ttft), unit: "ms"});
+
+    if (ONLY.has("d")) {
+      // (d) a JSON schema against free text, one stream
+      const schemaTps = new Map<Server, number[]>(pair.map((s) => [s, []]));
+      for (let r = 0; r < ROUNDS; r++) {
+        for (const s of r % 2 ? [...pair].reverse() : pair) schemaTps.get(s)!.push(...(await oneStream(s, [0, 1].map((i) => structured(i + r)))).map(decodeTps));
+      }
+      say("(d) done");
+      rows.push({label: "(d) schema-constrained decode tok/s", svc: median(schemaTps.get(svc)!), llama: median(schemaTps.get(llama)!), unit: "tok/s"});
+      rows.push({label: "(d) constrained / free decode", svc: median(schemaTps.get(svc)!) / m(svc, decodeTps),
+        llama: median(schemaTps.get(llama)!) / m(llama, decodeTps), unit: "x"});
+
+    
+    }
+
+    if (ONLY.has("c")) {
+      // (c) agentic: cold (the system prompt is new to the server), then warm (same system prompt, new conversations)
+      const system = agentSystem();
+      const ag = new Map<Server, {cold: number; warm: number; ttft: number[]}>();
+      for (const s of pair) ag.set(s, {cold: 0, warm: 0, ttft: []});
+      for (const phase of ["cold", "warm"] as const) {
+        for (const s of phase === "cold" ? pair : [...pair].reverse()) {
+          const r = await agentic(s, system, 3, QUICK ? 3 : 5, `${phase}`);
+          ag.get(s)![phase] = r.wallS;
+          ag.get(s)!.ttft.push(...r.followUpTtft);
+          say(`(c) ${s.name} ${phase}: ${r.wallS.toFixed(1)} s`);
+        }
+      }
+      rows.push({label: "(c) agentic wall, cold", svc: ag.get(svc)!.cold, llama: ag.get(llama)!.cold, unit: "s"});
+      rows.push({label: "(c) agentic wall, warm", svc: ag.get(svc)!.warm, llama: ag.get(llama)!.warm, unit: "s"});
+      rows.push({label: "(c) agentic follow-up TTFT median", svc: median(ag.get(svc)!.ttft), llama: median(ag.get(llama)!.ttft), unit: "ms"});
+    
+    }
+
     const metrics = await (await fetch(`${svc.url}/metrics`)).text();
     say("svc time breakdown over the run (seconds, summed over requests):");
     for (const line of metrics.split("\n")) if (/^svc:(phase_|seal)|^ref:(prompt_seconds|tokens_predicted_seconds)_total/.test(line)) say(`  ${line}`);
+  } catch (err) {
+    for (const s of pair) say(`--- last lines of ${s.name} (exit ${s.child.exitCode ?? "none"}, signal ${s.child.signalCode ?? "none"}):\n${s.log.slice(-25).join("\n")}`);
+    throw err;
   } finally {
     await Promise.all(pair.map((s) => s.stop()));
   }
 
   // (f) sharing cores: svc's decode while a side model (embeddings) is kept busy
-  if (process.env.BENCH_SKIP_SHARING !== "1") {
+  if (ONLY.has("f")) {
     const side = await startSvc(shape, 18733, {SVC_NPU_MODELS: "nx3-embedding-0.6b"});
     try {
       await streamChat(side.url, {...story(0), max_tokens: 8});

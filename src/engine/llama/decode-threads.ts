@@ -22,7 +22,7 @@ export interface ThreadsChoice {
  * generation slower. Per candidate, the fastest of `reps` runs of `steps` tokens wins (noise only adds).
  */
 export async function measureDecodeThreads(seq: LlamaContextSequence, context: readonly number[], candidates: number[],
-  setThreads: (n: number) => void, reps = 4, steps = 8): Promise<ThreadsChoice> {
+  setThreads: (n: number) => void, reps = 3, steps = 6): Promise<ThreadsChoice> {
   const prompt = context as Token[];
   await seq.evaluateWithoutGeneratingNewTokens(prompt.slice(0, -1));
   const start = seq.nextTokenIndex;
