@@ -21,12 +21,27 @@ export interface ChatBody {
 
 const REQUEST_TIMEOUT_MS = 600_000;
 
+/**
+ * A request that fails before any response (a kept-alive connection the server closed as it was reused: seen
+ * with llama-server) is sent again once on a new connection; its clock starts again.
+ */
+async function post(base: string, body: ChatBody): Promise<{res: Response; start: number}> {
+  for (let attempt = 0; ; attempt++) {
+    const start = performance.now();
+    try {
+      const res = await fetch(`${base}/v1/chat/completions`, {
+        method: "POST", headers: {"content-type": "application/json"}, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+        body: JSON.stringify({model: "bench", ...body, stream: true, temperature: 0, stream_options: {include_usage: true}}),
+      });
+      return {res, start};
+    } catch (err) {
+      if (attempt >= 1) throw new Error(`${base}: ${(err as Error).message} (${String((err as {cause?: unknown}).cause ?? "")})`);
+    }
+  }
+}
+
 export async function streamChat(base: string, body: ChatBody): Promise<Stream> {
-  const start = performance.now();
-  const res = await fetch(`${base}/v1/chat/completions`, {
-    method: "POST", headers: {"content-type": "application/json"}, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-    body: JSON.stringify({model: "bench", ...body, stream: true, temperature: 0, stream_options: {include_usage: true}}),
-  });
+  const {res, start} = await post(base, body);
   if (!res.ok || !res.body) throw new Error(`${base}: HTTP ${res.status} ${await res.text()}`);
   const s: Stream = {start, first: 0, last: 0, n: 0, promptTokens: 0, cachedTokens: 0, text: ""};
   const dec = new TextDecoder();
