@@ -3,16 +3,14 @@
 // composition root (app.ts wires routes around whatever handles it is given; tests give it others).
 
 import {join} from "node:path";
-import type {ModelHandle} from "./api/deps.ts";
+import {buildModelHandle, type ModelHandle} from "./pipeline/model-handle.ts";
 import type {Config} from "./config/config.ts";
 import {DiskStore} from "./engine/kv/disk-store.ts";
 import {LlamaEngine} from "./engine/llama/llama-engine.ts";
 import {stateIdentity} from "./engine/llama/state-identity.ts";
 import {resolveModel} from "./models/resolve.ts";
 import type {Logger} from "./observability/log.ts";
-import {GenerationPipeline} from "./pipeline/generate.ts";
 import {HandleRegistry} from "./sessions/handles.ts";
-import {SessionService} from "./sessions/session-service.ts";
 import {inspectFineTune} from "./side-models/fine-tune.ts";
 import {parseSideModels} from "./side-models/registry.ts";
 import {RUNNER_FACTORIES} from "./side-models/runners.ts";
@@ -74,24 +72,14 @@ export async function loadModels(config: Config, logger: Logger): Promise<Loaded
     ? await HandleRegistry.open({dir: config.cacheDir ? join(config.cacheDir, "handles") : null, maxHandles: config.forkHandles, ttlS: config.forkTtl,
       identity, logger})
     : null;
-  const pipeline = new GenerationPipeline(engine, template, {
-    queueTimeoutMs: config.queueTimeout * 1000,
-    maxTokensDefault: config.maxTokensDefault,
-    schemaEscape: config.schemaEscape,
-  }, logger, sessions ? new SessionService(sessions, logger) : null);
-  const main: ModelHandle = {
+  const main = buildModelHandle({
     identity: {id: config.modelId, path: resolved.path, sha256: resolved.sha256, source: resolved.source},
     engine,
-    pipeline,
     template,
     sessions,
-    close: async () => {
-      // The engine first: it finishes the seals and keeps of replies already sent (a client was told
-      // "accepted") and writes held conversations to disk, then the handle index is closed.
-      await engine.close();
-      await sessions?.close();
-    },
-  };
+    pipeline: {queueTimeoutMs: config.queueTimeout * 1000, maxTokensDefault: config.maxTokensDefault, schemaEscape: config.schemaEscape},
+    logger,
+  });
   const side = sideEntries.length === 0 ? null : await SideModels.load({
     entries: sideEntries,
     llama: engine.llama,

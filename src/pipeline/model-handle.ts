@@ -2,9 +2,11 @@
 // generation) can build one without reaching up into the routes.
 
 import type {Engine} from "../engine/engine.ts";
+import type {Logger} from "../observability/log.ts";
 import type {HandleRegistry} from "../sessions/handles.ts";
+import {SessionService} from "../sessions/session-service.ts";
 import type {ChatTemplate} from "../templates/chat-template.ts";
-import type {GenerationPipeline} from "./generate.ts";
+import {GenerationPipeline, type PipelineOptions} from "./generate.ts";
 
 export interface ModelIdentity {
   id: string;
@@ -29,3 +31,25 @@ export interface ModelHandle {
   close(): Promise<void>;
 }
 
+
+/**
+ * The handle of a generation model with named sessions (or none): the pipeline over its engine and template,
+ * and a close that lets the engine finish first (the seals and keeps of replies already sent: a client was
+ * told "accepted"; held conversations written to disk), then closes the handle index.
+ */
+export function buildModelHandle(opts: {identity: ModelIdentity; engine: Engine; template: ChatTemplate | null; sessions: HandleRegistry | null;
+  pipeline: PipelineOptions; logger: Logger}): ModelHandle {
+  const {identity, engine, template, sessions, logger} = opts;
+  const pipeline = new GenerationPipeline(engine, template, opts.pipeline, logger, sessions ? new SessionService(sessions, logger) : null);
+  return {
+    identity,
+    engine,
+    pipeline,
+    template,
+    sessions,
+    close: async () => {
+      await engine.close();
+      await sessions?.close();
+    },
+  };
+}

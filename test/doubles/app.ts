@@ -4,12 +4,10 @@
 // clients, hang-ups, uploads).
 
 import {createApp, type App} from "../../src/app.ts";
-import type {ModelHandle} from "../../src/api/deps.ts";
 import {loadConfig, type Config} from "../../src/config/config.ts";
 import {createLogger, createMemoryLogger, type Logger} from "../../src/observability/log.ts";
-import {GenerationPipeline} from "../../src/pipeline/generate.ts";
+import {buildModelHandle} from "../../src/pipeline/model-handle.ts";
 import {HandleRegistry} from "../../src/sessions/handles.ts";
-import {SessionService} from "../../src/sessions/session-service.ts";
 import {ChatTemplate} from "../../src/templates/chat-template.ts";
 import {EngineDouble, type EngineDoubleOptions, type Script} from "./engine-double.ts";
 
@@ -70,22 +68,14 @@ export async function startInProcessApp(opts: InProcessOptions = {}): Promise<In
     ? await HandleRegistry.open({dir: null, maxHandles: config.forkHandles, ttlS: config.forkTtl, logger,
       identity: {model: "engine-double", engine: engine.info.version, kv: "none", positions_per_region: String(engine.info.contextSize)}})
     : null;
-  const pipeline = new GenerationPipeline(engine, template, {
-    queueTimeoutMs: config.queueTimeout * 1000,
-    maxTokensDefault: config.maxTokensDefault,
-    schemaEscape: config.schemaEscape,
-  }, logger, sessions ? new SessionService(sessions, logger) : null);
-  const main: ModelHandle = {
+  const main = buildModelHandle({
     identity: {id: config.modelId, path: "engine-double", sha256: null, source: "engine-double"},
     engine,
-    pipeline,
     template,
     sessions,
-    close: async () => {
-      await engine.close();
-      await sessions?.close();
-    },
-  };
+    pipeline: {queueTimeoutMs: config.queueTimeout * 1000, maxTokensDefault: config.maxTokensDefault, schemaEscape: config.schemaEscape},
+    logger,
+  });
   const app = await createApp(config, {main, side: null}, logger);
   let url: Promise<string> | null = null;
   const inject = app.server.inject.bind(app.server) as App["server"]["inject"];
