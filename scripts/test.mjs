@@ -6,7 +6,7 @@
 // files start with sharedServer() are shared by settings across files (TEST_SERVER_POOL) and stopped at the
 // end. The last line is the sum of both runs, "N passed, N failed, N skipped".
 import {spawn} from "node:child_process";
-import {existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync} from "node:fs";
+import {existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync} from "node:fs";
 import {tmpdir} from "node:os";
 import {join} from "node:path";
 
@@ -33,6 +33,7 @@ if (unknown.length > 0) {
 const tiers = asked.length > 0 ? asked : DEFAULT;
 const work = mkdtempSync(join(tmpdir(), "svc-test-"));
 const pool = join(work, "pool");
+mkdirSync(pool);
 /** One count file per invocation (a reporter destination is written anew by each run). */
 const countFile = (i) => join(work, `counts-${i}.json`);
 
