@@ -1,10 +1,11 @@
 // Runs the test tiers: `node scripts/test.mjs [tier ...]`, default unit, integration and e2e (what `npm test`
 // runs before every commit); `npm run test:all` adds slow.
 //
-// Two node:test invocations: the in-process tiers (unit, integration) two files at a time, then the tiers that
-// talk to real servers (e2e, slow) one file at a time, since each server wants both cores. Servers that e2e
-// files start with sharedServer() are shared by settings across files (TEST_SERVER_POOL) and stopped at the
-// end. The last line is the sum of both runs, "N passed, N failed, N skipped".
+// One node:test invocation per tier: the in-process tiers (unit, integration) two files at a time, the tiers
+// that talk to real servers (e2e, slow) one file at a time, since each server wants both cores. Servers that
+// e2e and slow files start with sharedServer() are shared by settings across files and tiers (TEST_SERVER_POOL)
+// and stopped at the end. Then a line per tier (count and wall time), and last the sum,
+// "N passed, N failed, N skipped".
 import {spawn} from "node:child_process";
 import {existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync} from "node:fs";
 import {tmpdir} from "node:os";
@@ -13,6 +14,7 @@ import {join} from "node:path";
 const TIERS = ["unit", "integration", "e2e", "slow"];
 const DEFAULT = ["unit", "integration", "e2e"];
 const IN_PROCESS = new Set(["unit", "integration"]);
+
 
 function testFiles(dir) {
   const out = [];
@@ -68,26 +70,22 @@ function run(files, concurrency, counts) {
   });
 }
 
-const groups = [
-  {files: tiers.filter((t) => IN_PROCESS.has(t)).flatMap((t) => testFiles(join("test", t))), concurrency: 2},
-  {files: tiers.filter((t) => !IN_PROCESS.has(t)).flatMap((t) => testFiles(join("test", t))), concurrency: 1},
-].filter((g) => g.files.length > 0);
+// One invocation per tier, so each tier's count and wall time is printed.
+const groups = tiers.map((t) => ({tier: t, files: testFiles(join("test", t)), concurrency: IN_PROCESS.has(t) ? 2 : 1})).filter((g) => g.files.length > 0);
 
 let status = 0;
+const lines = [];
+const sum = {passed: 0, failed: 0, skipped: 0};
 for (const [i, g] of groups.entries()) {
+  const t0 = performance.now();
   const code = await run(g.files, g.concurrency, countFile(i));
   if (code !== 0) status = code;
+  const c = existsSync(countFile(i)) ? JSON.parse(readFileSync(countFile(i), "utf8").trim().split("\n").pop()) : {passed: 0, failed: 0, skipped: 0};
+  for (const k of Object.keys(sum)) sum[k] += c[k];
+  lines.push(`${g.tier}: ${c.passed} passed, ${c.failed} failed, ${c.skipped} skipped in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
 }
 await stopServers();
-const sum = {passed: 0, failed: 0, skipped: 0};
-for (const i of groups.keys()) {
-  if (!existsSync(countFile(i))) continue;
-  for (const line of readFileSync(countFile(i), "utf8").split("\n").filter(Boolean)) {
-    const c = JSON.parse(line);
-    for (const k of Object.keys(sum)) sum[k] += c[k];
-  }
-}
 rmSync(work, {recursive: true, force: true});
-process.stdout.write(`\n${sum.passed} passed, ${sum.failed} failed, ${sum.skipped} skipped\n`);
+process.stdout.write(`\n${lines.join("\n")}\n${sum.passed} passed, ${sum.failed} failed, ${sum.skipped} skipped\n`);
 if (status === 0 && sum.failed > 0) status = 1;
 process.exit(status);

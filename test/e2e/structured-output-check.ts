@@ -21,9 +21,13 @@ export function ask(entry: CorpusEntry, extra: Record<string, unknown> = {}) {
   };
 }
 
-export async function inBatches<T, R>(items: T[], width: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const out: R[] = [];
-  for (let i = 0; i < items.length; i += width) out.push(...(await Promise.all(items.slice(i, i + width).map(fn))));
+/** Runs fn over items with `width` requests in flight at all times (a new one starts as one ends); results in item order. */
+export async function inFlight<T, R>(items: T[], width: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array(items.length);
+  let next = 0;
+  await Promise.all(Array.from({length: Math.min(width, items.length)}, async () => {
+    for (let i = next++; i < items.length; i = next++) out[i] = await fn(items[i]!);
+  }));
   return out;
 }
 

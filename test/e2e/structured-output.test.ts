@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
 import type OpenAI from "openai";
 import {CORPUS} from "../fixtures/schemas/corpus.ts";
-import {ask, checkReply, inBatches} from "./structured-output-check.ts";
+import {ask, checkReply, inFlight} from "./structured-output-check.ts";
 import {get, post, sharedServer, type RunningServer} from "./harness.ts";
 
 let server: RunningServer;
@@ -24,7 +24,7 @@ describe("structured output", () => {
 
   test("every schema of the corpus, greedy: all parse and validate (the two sampled seeds run in the slow tier)", async () => {
     const runs = CORPUS.map((entry) => ({entry, label: "greedy", extra: {temperature: 0}}));
-    const results = await inBatches(runs, 4, async (r) => ({r, res: await server.client.chat.completions.create(ask(r.entry, r.extra))}));
+    const results = await inFlight(runs, 4, async (r) => ({r, res: await server.client.chat.completions.create(ask(r.entry, r.extra))}));
     const failures: string[] = [];
     for (const {r, res} of results) {
       try {

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
 import {CORPUS} from "../fixtures/schemas/corpus.ts";
 import {sharedServer, type RunningServer} from "../e2e/harness.ts";
-import {ask, checkReply, inBatches} from "../e2e/structured-output-check.ts";
+import {ask, checkReply, inFlight} from "../e2e/structured-output-check.ts";
 
 let server: RunningServer;
 
@@ -23,7 +23,7 @@ describe("structured output, sampled", () => {
       {entry, label: "seed 1", extra: {temperature: 0.8, seed: 1}},
       {entry, label: "seed 2", extra: {temperature: 0.8, seed: 2}},
     ]);
-    const results = await inBatches(runs, 4, async (r) => ({r, res: await server.client.chat.completions.create(ask(r.entry, r.extra))}));
+    const results = await inFlight(runs, 4, async (r) => ({r, res: await server.client.chat.completions.create(ask(r.entry, r.extra))}));
     const failures: string[] = [];
     for (const {r, res} of results) {
       try {

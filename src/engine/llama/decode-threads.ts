@@ -22,14 +22,14 @@ export interface ThreadsChoice {
  * generation slower. Per candidate, the fastest of `reps` runs of `steps` tokens wins (noise only adds).
  */
 export async function measureDecodeThreads(seq: LlamaContextSequence, context: readonly number[], candidates: number[],
-  setThreads: (n: number) => void, reps = 3, steps = 6): Promise<ThreadsChoice> {
+  setThreads: (n: number) => void, reps = 2, steps = 6): Promise<ThreadsChoice> {
   const prompt = context as Token[];
   await seq.evaluateWithoutGeneratingNewTokens(prompt.slice(0, -1));
   const start = seq.nextTokenIndex;
   const best: Record<number, number> = {};
   try {
-    for (let r = -1; r < reps; r++) { // r = -1 warms up
-      for (const n of candidates) {
+    for (let r = -1; r < reps; r++) { // r = -1 warms up, on the first candidate only
+      for (const n of r < 0 ? candidates.slice(0, 1) : candidates) {
         setThreads(n);
         let first = 0;
         let count = 0;
