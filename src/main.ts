@@ -39,7 +39,12 @@ async function main(): Promise<void> {
     process.exit(1);
   });
   const info = app.deps.main.engine.info;
-  logger.info(`listening on ${address}`, {model: config.modelId, regions: info.regions, ctx: info.contextSize, threads: info.threads, auth: config.apiKey ? "key" : "off"});
+  logger.info(`listening on ${address}`, {model: config.modelId, regions: info.regions, ctx: info.contextSize, threads: info.threads, auth: config.apiKey ? "key" : "off",
+    uv_threadpool: process.env.UV_THREADPOOL_SIZE ?? "unset"});
+  // Node reads it before any of our code runs, so it can only come from the environment (`npm start` sets 1).
+  if (process.env.UV_THREADPOOL_SIZE === undefined) {
+    logger.warn("UV_THREADPOOL_SIZE is not set: the engine's decodes hop across Node's 4 worker threads and run slower; start with `npm start` or set UV_THREADPOOL_SIZE=1 (README, Performance)");
+  }
 
   let stopping = false;
   const stop = async (signal: string) => {

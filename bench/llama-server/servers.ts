@@ -63,7 +63,7 @@ function launch(name: string, cmd: string, args: string[], env: NodeJS.ProcessEn
 }
 
 export function startSvc(shape: Shape, port: number, env: Record<string, string> = {}): Promise<Server> {
-  return launch("svc", process.execPath, ["--import", "tsx", "src/main.ts"], {...process.env, SVC_MODEL: shape.gguf, SVC_PORT: String(port),
+  return launch("svc", process.execPath, ["--import", "tsx", "src/main.ts"], {...process.env, UV_THREADPOOL_SIZE: "1", SVC_MODEL: shape.gguf, SVC_PORT: String(port),
     SVC_HOST: "127.0.0.1", SVC_THREADS: String(shape.threads), SVC_PARALLEL: String(shape.regions), SVC_CTX_SIZE: String(shape.ctxPerRegion),
     SVC_LOG_LEVEL: "info", SVC_PROGRESS: "lines", ...env}, port);
 }

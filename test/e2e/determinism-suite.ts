@@ -12,7 +12,7 @@
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
 import type OpenAI from "openai";
-import {get, startServer, type RunningServer} from "./harness.ts";
+import {get, sealCount, sealedReplies, startServer, type RunningServer} from "./harness.ts";
 
 type Msg = OpenAI.Chat.Completions.ChatCompletionMessageParam;
 
@@ -37,6 +37,11 @@ const COPY: Msg[][] = [
     `morning and closes at ${4 + (i % 3)} in the afternoon. The guide for the ${t} room meets visitors at the ${["east", "west", "north"][i % 3]} ` +
     `door every hour, and the shop sells ${t} postcards for ${2 + (i % 5)} euros each.`}]),
 ];
+
+// A prompt past 256 positions: from there a lone decode row would take llama.cpp's split attention on two threads,
+// so the engine runs it on one (decode-threads.ts); alone and beside three others it must give the same bytes.
+const LONG: Msg[] = [{role: "user", content: Array.from({length: 8}, (_, d) => `Day ${d + 1}: ${PARAGRAPH} On day ${d + 1} the miller counted ` +
+  `${12 + d * 7} sacks of flour and sold ${3 + d} of them at the market.`).join("\n") + "\n\nOn which day were the most sacks sold, and how many?"}];
 
 interface Out {
   text: string;
@@ -70,6 +75,7 @@ export function exactGreedy(label: string, env: Record<string, string>, speculat
     const reference1: Out[] = [];
     const reference2: Out[] = [];
     const referenceCopy: Out[] = [];
+    let referenceLong: Out;
     /** Every answer of the cached server, for the draft counters. */
     const seen: Out[] = [];
     const ask = async (messages: Msg[], maxTokens?: number) => {
@@ -83,6 +89,7 @@ export function exactGreedy(label: string, env: Record<string, string>, speculat
       for (const t of TOPICS) reference1.push(await greedy(cold, turn1(t)));
       for (const [i, t] of TOPICS.entries()) reference2.push(await greedy(cold, turn2(t, reference1[i]!.text)));
       if (speculation) for (const m of COPY) referenceCopy.push(await greedy(cold, m, 96));
+      referenceLong = await greedy(cold, LONG, 48);
       await cold.stop();
       cached = await startServer({...env, SVC_PARALLEL: "4", ...(speculation ? {SVC_SPECULATION: "on"} : {})});
     });
@@ -112,13 +119,32 @@ export function exactGreedy(label: string, env: Record<string, string>, speculat
       assert.ok(reused > 0);
     });
 
-    test("follow-up turns resumed after the sealed reply: the same bytes", async () => {
+    test("follow-up turns resumed after the sealed reply (sealed while idle, as between a person's turns): the same bytes", async () => {
       for (const [i, t] of TOPICS.entries()) {
+        const before = await sealCount(cached);
         const first = await ask(turn1(t));
+        await sealedReplies(cached, before + 1);
         const second = await ask(turn2(t, first.text));
         assert.ok(second.cached >= first.prompt + first.completion, `"${t}": turn 2 reused ${second.cached} of ${first.prompt}+${first.completion}`);
         assert.equal(second.text, reference2[i]!.text, `"${t}" turn 2`);
       }
+    });
+
+    test("follow-up turns sent at once (an agent's next turn, the reply not sealed yet): the prompt is reused, the same bytes", async () => {
+      for (const [i, t] of TOPICS.entries()) {
+        const first = await ask(turn1(t));
+        const second = await ask(turn2(t, first.text));
+        assert.ok(second.cached >= first.prompt, `"${t}": turn 2 reused ${second.cached} of the first prompt's ${first.prompt}`);
+        assert.equal(second.text, reference2[i]!.text, `"${t}" turn 2 at once`);
+      }
+    });
+
+    test("a prompt past 256 positions: the same bytes alone and beside three others", async () => {
+      const alone = await ask(LONG, 48);
+      assert.ok(alone.prompt > 300, `the long prompt has ${alone.prompt} tokens`);
+      assert.equal(alone.text, referenceLong.text, "alone");
+      const together = await Promise.all([ask(LONG, 48), ...TOPICS.slice(0, 3).map((t) => ask(turn1(t), 48))]);
+      assert.equal(together[0]!.text, referenceLong.text, "beside three others");
     });
 
     if (!speculation) return;

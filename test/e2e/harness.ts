@@ -25,7 +25,8 @@ export interface RunningServer {
 function serverEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   const base: NodeJS.ProcessEnv = {...process.env};
   delete base.TEST_SERVER_POOL;
-  return {...base, SVC_PORT: "0", SVC_CTX_SIZE: "2048", SVC_LOG_LEVEL: "info", SVC_PROGRESS: "lines", ...env};
+  // UV_THREADPOOL_SIZE as `npm start` sets it (see README, "Performance").
+  return {...base, UV_THREADPOOL_SIZE: "1", SVC_PORT: "0", SVC_CTX_SIZE: "2048", SVC_LOG_LEVEL: "info", SVC_PROGRESS: "lines", ...env};
 }
 
 const LISTENING = /listening on http:\/\/[^:]+:(\d+)/;
@@ -251,6 +252,24 @@ export async function get(url: string, headers: Record<string, string> = {}): Pr
   const res = await fetch(url, {headers});
   const text = await res.text();
   return {status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined};
+}
+
+/** How many replies the server has sealed so far (/cache pool.seals). */
+export async function sealCount(server: RunningServer, headers: Record<string, string> = {}): Promise<number> {
+  return (await get(`${server.url}/cache`, headers)).body.pool.seals as number;
+}
+
+/**
+ * Waits until the server has sealed `atLeast` replies in all. A reply that no session keeps is sealed once the
+ * engine is idle (src/engine/llama/region-pool.ts): a test of "the next turn resumes after the reply" waits for
+ * it, as a person's next turn would; a turn sent at once re-evaluates the reply instead.
+ */
+export async function sealedReplies(server: RunningServer, atLeast: number, headers: Record<string, string> = {}): Promise<void> {
+  for (let t = 0; t < 200; t++) {
+    if ((await sealCount(server, headers)) >= atLeast) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`the server did not seal ${atLeast} replies within 10 s`);
 }
 
 /** Reads an SSE response to the end and returns its raw text and the parsed `data:` payloads. */

@@ -14,7 +14,7 @@ import type {MessageCreateParamsNonStreaming, MessageParam, ThinkingBlock, ToolU
 import ajvModule from "ajv/dist/2020.js";
 import {buildScenario} from "../fixtures/scripted-model/build.ts";
 import {QWEN3_CODER_STYLE_TEMPLATE} from "../fixtures/scripted-model/templates.ts";
-import {startServer, type RunningServer} from "./harness.ts";
+import {sealCount, sealedReplies, startServer, type RunningServer} from "./harness.ts";
 
 const ajv = new ajvModule.default({strict: false, allErrors: true});
 const CAP = 48;
@@ -97,9 +97,11 @@ describe("messages on the default model", () => {
     assert.equal(server.logs.filter((l) => /max_tokens above max_tokens_cap/.test(l)).length, 1);
   });
 
-  test("the next turn resumes from the previous reply in the prompt cache", async () => {
+  test("the next turn (once the reply is sealed) resumes from the previous reply in the prompt cache", async () => {
     const first: MessageParam[] = [{role: "user", content: "List four fruits that are red."}];
+    const seals = await sealCount(server);
     const r1 = await anthropic.messages.create(ask("", {messages: first, max_tokens: 8}));
+    await sealedReplies(server, seals + 1);
     const r2 = await anthropic.messages.create(ask("", {max_tokens: 2, messages: [...first, {role: "assistant", content: r1.content}, {role: "user", content: "Which is sweetest?"}]}));
     assert.ok(r2.usage.cache_read_input_tokens! >= r1.usage.input_tokens + r1.usage.cache_read_input_tokens! + r1.usage.output_tokens,
       `reused ${r2.usage.cache_read_input_tokens}; the first reply ended at ${r1.usage.input_tokens + r1.usage.cache_read_input_tokens! + r1.usage.output_tokens}`);

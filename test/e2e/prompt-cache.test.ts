@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
 import type OpenAI from "openai";
-import {get, startServer, type RunningServer} from "./harness.ts";
+import {get, sealCount, sealedReplies, startServer, type RunningServer} from "./harness.ts";
 
 type Msg = OpenAI.Chat.Completions.ChatCompletionMessageParam;
 type Usage = {prompt_tokens: number; completion_tokens: number; prompt_tokens_details?: {cached_tokens?: number}};
@@ -28,10 +28,12 @@ describe("prompt cache", () => {
   };
   const cacheReport = async () => (await get(`${server.url}/cache`)).body as Record<string, any>;
 
-  test("turn 2 resumes after turn 1's prompt and reply; /cache and the log line account for it", async () => {
+  test("turn 2 (once turn 1's reply is sealed) resumes after its prompt and reply; /cache and the log line account for it", async () => {
     const before = await cacheReport();
     const turn1: Msg[] = [{role: "system", content: SYSTEM}, {role: "user", content: "What is a compass for?"}];
+    const seals = await sealCount(server);
     const r1 = await chat(turn1);
+    await sealedReplies(server, seals + 1);
     const reply = r1.choices[0]!.message.content!;
     const turn2: Msg[] = [...turn1, {role: "assistant", content: reply}, {role: "user", content: "And how do I hold it?"}];
     const r2 = await chat(turn2);
@@ -76,10 +78,12 @@ describe("prompt cache", () => {
     // Two regions. A and B are held; A's follow-up resumes from A's region; then C takes the least recently
     // used region (B's), so B's follow-up starts over and says why.
     const followUp = (m: Msg[], reply: string, q: string): Msg[] => [...m, {role: "assistant", content: reply}, {role: "user", content: q}];
+    const seals = await sealCount(server);
     const a: Msg[] = [{role: "user", content: "List four fruits that are red."}];
     const ra = await chat(a, 12);
     const b: Msg[] = [{role: "user", content: "Describe a quiet library in one sentence."}];
     const rb = await chat(b, 12);
+    await sealedReplies(server, seals + 2);
     const fa = await chat(followUp(a, ra.choices[0]!.message.content!, "Which is sweetest?"), 4);
     assert.ok(fa.usage.prompt_tokens_details!.cached_tokens! >= ra.usage.prompt_tokens + ra.usage.completion_tokens, "A resumed after its reply");
     const evictedBefore = (await cacheReport()).evicted;

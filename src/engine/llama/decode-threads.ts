@@ -8,6 +8,23 @@ import type {LlamaContextSequence, Token} from "node-llama-cpp";
 /** A batch is a prompt piece (every thread) when any item evaluates more than this many tokens; else decode steps. */
 export const STEP_TOKENS = 2;
 
+/**
+ * From this position on, a lone decode row runs on one thread. llama.cpp pads a stream's attention window to
+ * multiples of 256 cells, and from 512 cells its CPU flash attention splits one query row's keys across the
+ * threads and merges the partial sums, a different rounding from the one-pass loop that every prompt row and
+ * every row of a multi-sequence step takes. On one thread the split has one part and its merge is exact, so a
+ * reply computed alone matches the same reply computed beside others. (A margin below 256 keeps clear of the
+ * padding rule's edge.)
+ */
+export const LONE_STEP_ONE_THREAD_FROM = 240;
+
+/** Threads for one dispatch: prompt pieces get every thread; decode steps the measured count, except a lone long one (above). */
+export function threadsForBatch(batch: {piece: boolean; stepSequences: number; lonePosition: number}, threads: {prompt: number; decode: number}): number {
+  if (batch.piece) return threads.prompt;
+  if (batch.stepSequences === 1 && batch.lonePosition >= LONE_STEP_ONE_THREAD_FROM) return 1;
+  return threads.decode;
+}
+
 export interface ThreadsChoice {
   /** Threads for batches of decode steps. */
   decode: number;

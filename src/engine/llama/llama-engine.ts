@@ -12,7 +12,7 @@ import {exactLength} from "../kv/region-memory.ts";
 import {RegionQueue} from "../region-queue.ts";
 import {chooseBatch, newBatchPolicyState, type BatchPolicyState} from "./batch-strategy.ts";
 import {acceptGrammarToken, PINNED_NODE_LLAMA_CPP, queuedDecodes, sequenceIdOf, setNextBatchThreads} from "./internals.ts";
-import {measureDecodeThreads, STEP_TOKENS} from "./decode-threads.ts";
+import {measureDecodeThreads, STEP_TOKENS, threadsForBatch} from "./decode-threads.ts";
 import {classifyTokens, GrammarConstraint, GrammarStore, type TokenClasses} from "./grammar-constraint.ts";
 import {runOnRegion, type GrammarBinder} from "./region-decode.ts";
 import {LONG_PREFILL_TOKENS, RegionPool} from "./region-pool.ts";
@@ -150,8 +150,13 @@ export class LlamaEngine implements Engine {
       batching: {
         dispatchSchedule: "nextCycle",
         itemPrioritizationStrategy: ({items}) => {
-          const chosen = chooseBatch(items, queuedDecodes(contextRef!), policy);
-          if (chosen.length > 0) setNextBatchThreads(contextRef!, chosen.some((c) => c.processAmount > STEP_TOKENS) ? threads : decodeThreads);
+          const queue = queuedDecodes(contextRef!);
+          const chosen = chooseBatch(items, queue, policy);
+          if (chosen.length > 0) {
+            const lone = chosen.length === 1 ? sequences[queue[items.indexOf(chosen[0]!.item)]?.sequenceId ?? -1] : undefined;
+            setNextBatchThreads(contextRef!, threadsForBatch({piece: chosen.some((c) => c.processAmount > STEP_TOKENS), stepSequences: chosen.length,
+              lonePosition: lone?.nextTokenIndex ?? Infinity}, {prompt: threads, decode: decodeThreads}));
+          }
           return chosen;
         },
       },

@@ -5,6 +5,13 @@
 //
 // All preparation (copies, moves, loads, saves, erases) runs one at a time (Serial), so a placement always sees
 // the regions as they are; the long parts (sealing a reply, decoding) run outside it.
+//
+// When seals run: a reply a session keeps is sealed at once (the keep needs the exact state). Any other reply is
+// left as an unsealed tail and sealed only once the engine has been idle for IDLE_SEAL_MS, stopping at the next
+// piece as soon as a request arrives. Sealing every reply at once cost each next request its wait (measured in
+// bench:vs-llama-server: 0.34 s of a 1-stream TTFT, 3 s of a 4-concurrent one), mostly for replies nobody
+// continued; a follow-up that does continue an unsealed reply evaluates it as part of its own prompt, the same
+// work the seal would have done, and a human's next turn (seconds later) finds it sealed.
 
 import type {LlamaContextSequence, Token} from "node-llama-cpp";
 import type {Logger} from "../../observability/log.ts";
@@ -26,6 +33,8 @@ const MIN_COPY = 16;
 const MIN_DISK_TOKENS = 128;
 /** How many overwritten states are remembered (tokens only) to tell "evicted" from "cold". */
 const EVICTED_LEDGER = 32;
+/** Idle time before unsealed replies are sealed: longer than the gap between an agent's turns or a client's back-to-back requests. */
+export const IDLE_SEAL_MS = 300;
 /** A cold prefill of at least this many new tokens marks the cache report stale while it runs. */
 export const LONG_PREFILL_TOKENS = 512;
 
@@ -41,11 +50,22 @@ interface Seal {
   progress: number;
 }
 
+/** A finished reply left unsealed until the engine is idle. */
+interface PendingSeal {
+  /** Where the tokens still to seal start (the prompt's end, or where an interrupted seal stopped). */
+  promptLength: number;
+  generated: readonly number[];
+  boundaries: readonly number[];
+  /** Where the reply starts (the prompt's end). */
+  replyStart: number;
+}
+
 interface Region {
   id: number;
   seq: LlamaContextSequence;
   memory: RegionMemory;
   seal: Seal | null;
+  pending: PendingSeal | null;
 }
 
 /** Reply tokens a seal still has to evaluate. */
@@ -69,9 +89,11 @@ export class RegionPool {
   readonly stats: CacheStats;
   private readonly prep = new Serial();
   private readonly evicted: {tokens: number[]; cuts: number[]}[] = [];
+  private idleTimer: NodeJS.Timeout | null = null;
+  private closed = false;
 
   constructor(sequences: LlamaContextSequence[], private readonly queue: RegionQueue, private readonly opts: PoolOptions) {
-    this.regions = sequences.map((seq, id) => ({id, seq, memory: emptyMemory(), seal: null}));
+    this.regions = sequences.map((seq, id) => ({id, seq, memory: emptyMemory(), seal: null, pending: null}));
     this.stats = new CacheStats(opts.cacheOn, {regions: sequences.length, positionsPerRegion: opts.positionsPerRegion});
   }
 
@@ -96,15 +118,20 @@ export class RegionPool {
       }
     }
     const target = this.regions[targetId]!;
+    target.pending = null;
     const p = place<StateRef>({regions: this.regions.map((r) => ({id: r.id, busy: r.id !== targetId && (this.queue.isBusy(r.id) || sealing.has(r.id)),
       memory: r.memory})),
       target: targetId, prompt, plan, states, evicted: this.evicted, cacheOn: this.opts.cacheOn, stateMargin: STATE_MARGIN, minCopy: MIN_COPY});
     let source: StartInfo["source"] = "none";
     let reuse = p.reuse;
     // Save what this placement overwrites before anything moves.
-    for (const id of p.overwritten) await this.retire(this.regions[id]!);
+    for (const id of p.overwritten) {
+      this.regions[id]!.pending = null;
+      await this.retire(this.regions[id]!);
+    }
     if (p.moveAsideTo !== null) {
       const aside = this.regions[p.moveAsideTo]!;
+      aside.pending = null;
       await this.copy(target, aside, exactLength(target.memory));
     }
     if (p.source.kind === "region" && p.source.id !== targetId) {
@@ -186,16 +213,67 @@ export class RegionPool {
     return untouchable;
   }
 
-  /** After a reply: re-evaluate the generated tokens in pieces (see region-memory.ts), then hand the state to `keep`. */
+  /**
+   * After a reply: a kept one is re-evaluated in pieces (see region-memory.ts) at once and handed to `keep`;
+   * any other is released now and sealed when the engine is idle (see the top of this file).
+   */
   seal(id: number, promptLength: number, generated: readonly number[], opts: ReleaseOptions, release: () => void): Promise<void> {
     const r = this.regions[id]!;
+    if (opts.keep === undefined) {
+      release();
+      if (this.opts.cacheOn && generated.length > 0 && exactLength(r.memory) === promptLength) {
+        r.pending = {promptLength, generated: [...generated], boundaries: [...(opts.replyBoundaries ?? [])], replyStart: promptLength};
+        this.scheduleIdleSeal();
+      }
+      return Promise.resolve();
+    }
+    return this.startSeal(r, promptLength, generated, opts, release);
+  }
+
+  /** Whether nothing runs or waits: only then may an unsealed reply take the cores. */
+  private idle(): boolean {
+    return this.queue.queued === 0 && this.regions.every((r) => !this.queue.isBusy(r.id));
+  }
+
+  private scheduleIdleSeal(): void {
+    if (this.closed) return;
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = setTimeout(() => {
+      this.idleTimer = null;
+      this.sealOneIdle();
+    }, IDLE_SEAL_MS);
+    this.idleTimer.unref();
+  }
+
+  /** Seals the most recently used pending reply if the engine is idle, then schedules the next. */
+  private sealOneIdle(): void {
+    if (this.closed) return;
+    // Busy: look again later (the timer only runs while some reply waits for its seal).
+    if (!this.idle() || this.regions.some((r) => r.seal)) return this.scheduleIdleSeal();
+    const candidates = this.regions.filter((r) => r.pending && !this.queue.isBusy(r.id)).sort((a, b) => b.memory.lastUsed - a.memory.lastUsed);
+    const r = candidates[0];
+    if (!r) return;
+    const pending = r.pending!;
+    r.pending = null;
+    // The region holds the exact part and either the reply as decoded or (after an interrupted seal) nothing more.
+    const tail = r.memory.tokens.slice(pending.promptLength);
+    const unchanged = exactLength(r.memory) === pending.promptLength &&
+      (tail.length === 0 || (tail.length === pending.generated.length && tail.every((t, i) => t === pending.generated[i])));
+    if (!unchanged) return this.scheduleIdleSeal();
+    void this.startSeal(r, pending.promptLength, pending.generated, {replyBoundaries: pending.boundaries}, () => undefined, pending.replyStart);
+  }
+
+  private startSeal(r: Region, promptLength: number, generated: readonly number[], opts: ReleaseOptions, release: () => void,
+    replyStart = promptLength): Promise<void> {
+    const id = r.id;
     const keep = opts.keep;
     let aborted = false;
     let resolveDone!: () => void;
     const done = new Promise<void>((res) => (resolveDone = res));
     const seal: Seal = {done, abort: () => (aborted = true), keep: keep !== undefined, tokens: [...r.memory.tokens.slice(0, promptLength), ...generated],
       promptLength, progress: 0};
-    const shouldStop = () => aborted || (!seal.keep && this.queue.queued > 0);
+    // An idle seal gives way at its next piece to any request (running or waiting); a kept one runs to its end.
+    const shouldStop = () => aborted || (!seal.keep && !this.idle());
     const work = this.prep.run(async () => {
       // Started in the serial queue so no placement runs halfway through; the evaluation itself runs outside it.
       if (r.seal || (!seal.keep && this.queue.isBusy(id))) return false;
@@ -206,9 +284,12 @@ export class RegionPool {
       const sealStart = performance.now();
       try {
         if (this.opts.cacheOn && exactLength(r.memory) === promptLength && generated.length > 0) {
-          await this.sealReply(r, promptLength, generated, opts.replyBoundaries ?? [], shouldStop, (n) => (seal.progress = n));
-          this.stats.seals++;
+          await this.sealReply(r, promptLength, generated, opts.replyBoundaries ?? [], shouldStop, (n) => (seal.progress = n), replyStart);
           this.stats.sealS += (performance.now() - sealStart) / 1000;
+          if (seal.progress === generated.length) this.stats.seals++;
+          // Interrupted by a request: the rest waits for the next idle moment (unless a placement takes the region).
+          else if (!aborted) r.pending = {promptLength: promptLength + seal.progress, generated: generated.slice(seal.progress),
+            boundaries: opts.replyBoundaries ?? [], replyStart};
         }
         if (keep) await keep({tokens: [...r.memory.tokens.slice(0, exactLength(r.memory))], cuts: [...r.memory.cuts], replyStart: r.memory.replyStart},
           (path) => r.seq.saveStateToFile(path).then(() => undefined));
@@ -219,17 +300,14 @@ export class RegionPool {
       } finally {
         r.seal = null;
         resolveDone();
+        if (this.regions.some((x) => x.pending)) this.scheduleIdleSeal();
       }
     });
-    if (!keep) {
-      release();
-      return work;
-    }
     return work.finally(release);
   }
 
   private async sealReply(r: Region, promptLength: number, generated: readonly number[], boundaries: readonly number[], stop: () => boolean,
-    progress: (tokens: number) => void): Promise<void> {
+    progress: (tokens: number) => void, replyStart: number): Promise<void> {
     await this.truncate(r, promptLength);
     r.memory.tokens = r.memory.tokens.slice(0, promptLength);
     const end = promptLength + generated.length;
@@ -244,7 +322,7 @@ export class RegionPool {
       a = c;
       progress(c - promptLength);
     }
-    r.memory.replyStart = promptLength;
+    r.memory.replyStart = replyStart;
   }
 
   /** A held state about to be overwritten: remembered for miss reasons and written to the disk tier. */
@@ -297,6 +375,8 @@ export class RegionPool {
 
   /** At shutdown: held states go to the disk tier, so a restarted server picks up where it was. */
   flush(): Promise<number> {
+    this.closed = true;
+    if (this.idleTimer) clearTimeout(this.idleTimer);
     return this.prep.run(async () => {
       for (const r of this.regions) if (!r.seal?.keep) r.seal?.abort();
       let written = 0;
