@@ -68,6 +68,20 @@ interface Row {
 const rows: Row[] = [];
 const say = (line: string) => process.stderr.write(`${line}\n`);
 
+/**
+ * Waits until svc has no reply sealing or waiting for its idle seal. svc seals finished replies once it is idle
+ * (src/engine/llama/region-pool.ts); in an interleaved run its idle time is llama-server's turn, so without this
+ * wait svc's seals would run on the cores llama-server is being measured on.
+ */
+async function settled(svc: Server): Promise<void> {
+  for (let t = 0; t < 300; t++) {
+    const pool = ((await (await fetch(`${svc.url}/cache`)).json()) as {pool: {sealing: number; unsealed: number}}).pool;
+    if (pool.sealing === 0 && pool.unsealed === 0) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  say("svc did not settle within 30 s; measuring anyway");
+}
+
 async function oneStream(server: Server, bodies: ChatBody[]): Promise<Stream[]> {
   const out: Stream[] = [];
   for (const b of bodies) out.push(await streamChat(server.url, b));
@@ -108,6 +122,11 @@ async function main(): Promise<void> {
   const svc = await startSvc(shape, 18731);
   const llama = await startLlamaServer(build.binary, shape, 18732);
   const pair = [svc, llama];
+  /** Each server's turn on clean cores (see settled()). */
+  const turnOf = async (s: Server) => {
+    if (s === llama) await settled(svc);
+    return s;
+  };
   try {
     // Warm both once (first-request costs are not what is measured).
     for (const s of pair) await streamChat(s.url, {...story(0), max_tokens: 8});
@@ -117,7 +136,7 @@ async function main(): Promise<void> {
     if (ONLY.has("a")) {
       // (a) one stream
       for (let r = 0; r < ROUNDS; r++) {
-        for (const s of r % 2 ? [...pair].reverse() : pair) single.get(s)!.push(...(await oneStream(s, [0, 1, 2, 3].map((i) => story(i + r)))));
+        for (const s of r % 2 ? [...pair].reverse() : pair) single.get(s)!.push(...(await oneStream(await turnOf(s), [0, 1, 2, 3].map((i) => story(i + r)))));
       }
       say("(a) done");
       // (e) the library alone, same prompts as rendered by the template (SmolLM2's ChatML)
@@ -134,7 +153,7 @@ async function main(): Promise<void> {
       const conc = new Map<Server, {agg: number[]; ttft: number[]}>(pair.map((s) => [s, {agg: [], ttft: []}]));
       for (let r = 0; r < Math.max(1, ROUNDS - 1); r++) {
         for (const s of r % 2 ? [...pair].reverse() : pair) {
-          const runs = await concurrent(s, Array.from({length: 16}, (_, i) => story(i + r)), 4);
+          const runs = await concurrent(await turnOf(s), Array.from({length: 16}, (_, i) => story(i + r)), 4);
           conc.get(s)!.agg.push(aggregateTps(runs));
           conc.get(s)!.ttft.push(...runs.map(ttftMs));
         }
@@ -151,7 +170,7 @@ async function main(): Promise<void> {
       // (d) a JSON schema against free text, one stream
       const schemaTps = new Map<Server, number[]>(pair.map((s) => [s, []]));
       for (let r = 0; r < ROUNDS; r++) {
-        for (const s of r % 2 ? [...pair].reverse() : pair) schemaTps.get(s)!.push(...(await oneStream(s, [0, 1].map((i) => structured(i + r)))).map(decodeTps));
+        for (const s of r % 2 ? [...pair].reverse() : pair) schemaTps.get(s)!.push(...(await oneStream(await turnOf(s), [0, 1].map((i) => structured(i + r)))).map(decodeTps));
       }
       say("(d) done");
       rows.push({label: "(d) schema-constrained decode tok/s", svc: median(schemaTps.get(svc)!), llama: median(schemaTps.get(llama)!), unit: "tok/s"});
@@ -168,7 +187,7 @@ async function main(): Promise<void> {
       for (const s of pair) ag.set(s, {cold: 0, warm: 0, ttft: []});
       for (const phase of ["cold", "warm"] as const) {
         for (const s of phase === "cold" ? pair : [...pair].reverse()) {
-          const r = await agentic(s, system, 3, QUICK ? 3 : 5, `${phase}`);
+          const r = await agentic(await turnOf(s), system, 3, QUICK ? 3 : 5, `${phase}`);
           ag.get(s)![phase] = r.wallS;
           ag.get(s)!.ttft.push(...r.followUpTtft);
           say(`(c) ${s.name} ${phase}: ${r.wallS.toFixed(1)} s`);

@@ -46,7 +46,7 @@ export async function loadModels(config: Config, logger: Logger): Promise<Loaded
   const sideEntries = parseSideModels(config.npuModels);
   const resolved = await resolveModel(config.model, {modelsDir: config.modelsDir, logger, progress: config.progress});
   logger.info("model ready", {path: resolved.path, sha256: resolved.sha256 ?? "not hashed (local path)"});
-  const identity = await stateIdentity(resolved.path, resolved.sha256, config.ctxSize, config.flashAttention);
+  const identity = await stateIdentity(resolved.path, resolved.sha256, config.ctxSize, config.flashAttention, config.engineBuild);
   const disk = config.cacheDir && config.promptCache
     ? await DiskStore.open({dir: join(config.cacheDir, "kv"), budgetBytes: config.cacheDiskMb * 1024 * 1024, identity, logger})
     : null;
@@ -59,6 +59,7 @@ export async function loadModels(config: Config, logger: Logger): Promise<Loaded
     promptCache: config.promptCache,
     threads: config.threads,
     decodeThreads: config.decodeThreads,
+    engineBuild: config.engineBuild,
     flashAttention: config.flashAttention,
     speculation: config.speculation,
     logger,
@@ -87,6 +88,7 @@ export async function loadModels(config: Config, logger: Logger): Promise<Loaded
     inspectFineTune,
     queueLimit: config.npuQueue,
     queueTimeoutMs: config.queueTimeout * 1000,
+    mainBusy: () => engine.status().regions.some((r) => r.state === "busy"),
     threads: engine.info.threads,
     modelsDir: config.modelsDir,
     progress: config.progress,

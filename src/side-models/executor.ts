@@ -3,6 +3,13 @@
 // here, one after another in arrival order. Up to SVC_NPU_QUEUE passes wait "on the device"; the rest
 // wait in the server and are answered slowly, not refused. A pass that cannot start within
 // SVC_QUEUE_TIMEOUT fails with EngineBusyError (the API answers 503 engine_busy with Retry-After).
+//
+// Sharing with the main model: side passes and the main model's decodes run on the same cores and, with one
+// libuv worker (UV_THREADPOOL_SIZE=1, which `npm start` sets for decode speed), on the same worker thread, one
+// call after another. A side loop's long passes would then take most of that thread (measured: main decode at
+// 0.29x with an embedding loop beside it). So while the main model is generating, each pass is followed by a
+// pause as long as the pass (capped at MAX_PAUSE_MS): the side models get at most half the time, the main
+// model at least half.
 
 import {EngineBusyError, retryAfterSeconds} from "../engine/errors.ts";
 
@@ -11,7 +18,12 @@ export interface ExecutorOptions {
   queueLimit: number;
   /** SVC_QUEUE_TIMEOUT in ms: how long a pass may wait before it is refused. */
   timeoutMs: number;
+  /** Whether the main model is running a request now (then passes are paced; see above). */
+  mainBusy?: () => boolean;
 }
+
+/** Longest pause after a pass while the main model is busy. */
+export const MAX_PAUSE_MS = 1000;
 
 interface Waiter {
   start: () => void;
@@ -45,11 +57,14 @@ export class SideExecutor {
    */
   async run<T>(pass: () => Promise<T>, signal?: AbortSignal, opts: {unbounded?: boolean} = {}): Promise<T> {
     await this.acquire(signal, opts.unbounded ?? false);
+    const started = performance.now();
     try {
       this.passes++;
       return await pass();
     } finally {
-      this.release();
+      const took = performance.now() - started;
+      if (this.opts.mainBusy?.()) setTimeout(() => this.release(), Math.min(took, MAX_PAUSE_MS));
+      else this.release();
     }
   }
 

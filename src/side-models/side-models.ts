@@ -45,6 +45,8 @@ export interface SideModelsOptions {
   inspectFineTune: FineTuneInspector;
   queueLimit: number;
   queueTimeoutMs: number;
+  /** Whether the main model is running a request (side passes are paced then: executor.ts). */
+  mainBusy?: () => boolean;
   threads: number;
   modelsDir: string;
   progress?: ProgressMode;
@@ -56,7 +58,7 @@ export class SideModels {
     private readonly models: Map<string, Promise<LlamaModel>>) {}
 
   static async load(opts: SideModelsOptions): Promise<SideModels> {
-    const executor = new SideExecutor({queueLimit: opts.queueLimit, timeoutMs: opts.queueTimeoutMs});
+    const executor = new SideExecutor({queueLimit: opts.queueLimit, timeoutMs: opts.queueTimeoutMs, mainBusy: opts.mainBusy});
     const models = new Map<string, Promise<LlamaModel>>();
     const ctx: SideModelContext = {
       llama: opts.llama, executor, logger: opts.logger, modelsDir: opts.modelsDir, progress: opts.progress, threads: opts.threads,

@@ -9,7 +9,9 @@
 // - The prompt cache keeps the real engine's rules (kv/region-memory.ts): a region (or a session's kept
 //   state) serves the longest prefix that ends at a cut both plans share, leaving one prompt token to
 //   evaluate, another idle region's prefix is copied in rather than a held conversation overwritten, and a
-//   finished reply is "sealed" in pieces so the next turn can resume after it. There is no disk tier.
+//   finished reply is "sealed" in pieces so the next turn can resume after it (at once: the real pool seals
+//   an unkept reply once the engine is idle, which a double without cores to share has no reason to wait
+//   for). There is no disk tier.
 // - Grammars are recorded, never enforced: a script must itself say what a grammar would allow.
 // - Log probabilities are fake and fixed: see scoreOf in script.ts.
 // - Nothing is computed, so there is no KV: the cache report counts what the double did, with 0 bytes.
@@ -214,7 +216,7 @@ export class EngineDouble implements Engine {
       pool: {positions, used, usage_ratio: ratio(used, positions), busy_regions: st.filter((r) => r.state === "busy").length, held_regions: held,
         room_clamped: 0, moved: 0, dropped: c.dropped, waiting_for_room: this.queue.queued, waiting_s: Math.round(c.waitingS * 1000) / 1000, relocated: c.relocated,
         // A seal takes no time here: nothing is evaluated.
-        cold_resorts: c.coldResorts, seals: c.seals, seal_s: 0},
+        cold_resorts: c.coldResorts, seals: c.seals, seal_s: 0, sealing: 0, unsealed: 0},
       disk: {enabled: false, dir: null, bytes: 0, budget_bytes: 0, entries: 0, hits: 0, writes: 0, rejected: 0, cut_back: 0,
         disabled_reason: "the engine double has no disk tier"},
       taken_at: c.takenAt,

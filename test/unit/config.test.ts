@@ -34,6 +34,7 @@ describe("defaults", () => {
       parallel: 4,
       ctxSize: 8192,
       decodeThreads: "auto",
+    engineBuild: "prebuilt",
       threads: undefined,
       promptPiece: 64,
       flashAttention: true,
@@ -89,7 +90,7 @@ describe("defaults", () => {
       assert.deepEqual(c[key], defaults[key], `${s.name}: shown ${s.shown}`);
       checked++;
     }
-    assert.equal(checked, 33);
+    assert.equal(checked, 34);
   });
 
   test("settings shown as unset or computed default to undefined", () => {
@@ -242,6 +243,14 @@ describe("SVC_FLASH_ATTENTION and SVC_SPECULATION", () => {
     const problems = problemsOf({SVC_FLASH_ATTENTION: "0", SVC_SPECULATION: "on"});
     assert.equal(problems.length, 1);
     assert.match(problems[0]!, /^SVC_SPECULATION=on needs SVC_FLASH_ATTENTION=1: .*greedy output would no longer be exact.*SVC_SPECULATION=off/);
+  });
+});
+
+describe("SVC_ENGINE_BUILD", () => {
+  test("prebuilt by default; openmp chosen by name; anything else refused, naming the rule", () => {
+    assert.equal(loadConfig({}).engineBuild, "prebuilt");
+    assert.equal(loadConfig({SVC_ENGINE_BUILD: "openmp"}).engineBuild, "openmp");
+    assert.deepEqual(problemsOf({SVC_ENGINE_BUILD: "native"}), ['SVC_ENGINE_BUILD="native": must be prebuilt or openmp']);
   });
 });
 

@@ -47,7 +47,7 @@ function report(): CacheReport {
     miss_reasons: {cold: 4, cache_off: 0, region_busy: 2, evicted: 0, diverged: 3},
     entries: 5, bytes: 123456789, evicted: 8, last_message_rewrites: 6, tokens_saved: 5100,
     pool: {positions: 32768, used: 12000, usage_ratio: 0.3662, busy_regions: 2, held_regions: 3, room_clamped: 1, moved: 2,
-      dropped: 3, waiting_for_room: 9, waiting_s: 12.5, relocated: 1, cold_resorts: 2, seals: 14, seal_s: 3.25},
+      dropped: 3, waiting_for_room: 9, waiting_s: 12.5, relocated: 1, cold_resorts: 2, seals: 14, seal_s: 3.25, sealing: 1, unsealed: 2},
     disk: {enabled: true, dir: "/tmp/x", bytes: 777000, budget_bytes: 1_000_000_000, entries: 4, hits: 13, writes: 20, rejected: 17,
       cut_back: 19, disabled_reason: null},
     taken_at: Date.now() - 2000,

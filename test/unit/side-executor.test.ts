@@ -160,3 +160,59 @@ describe("SideExecutor", () => {
     assert.deepEqual([st.running, st.queued, st.waitingInServer, st.longestWaitS, st.passes, st.refused], [false, 0, 0, 0, 5, 0]);
   });
 });
+
+describe("SideExecutor beside a busy main model", () => {
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+  test("while the main model is busy, the next pass starts no sooner than the last one took after it ended", async () => {
+    const ex = new SideExecutor({queueLimit: 64, timeoutMs: 10_000, mainBusy: () => true});
+    const spans: {start: number; end: number}[] = [];
+    const pass = async () => {
+      const start = performance.now();
+      await sleep(40);
+      spans.push({start, end: performance.now()});
+    };
+    await Promise.all([ex.run(pass), ex.run(pass), ex.run(pass)]);
+    assert.equal(spans.length, 3);
+    // Lower bounds only (a timer never fires early; a busy machine only makes the gap longer); 1 ms for clock rounding.
+    for (let i = 1; i < spans.length; i++) {
+      const took = spans[i - 1]!.end - spans[i - 1]!.start;
+      assert.ok(spans[i]!.start - spans[i - 1]!.end >= took - 1, `pause ${spans[i]!.start - spans[i - 1]!.end} ms after a ${took} ms pass`);
+    }
+  });
+
+  test("with the main model idle, the next pass starts as soon as the last one ends", async () => {
+    const ex = new SideExecutor({queueLimit: 64, timeoutMs: 10_000, mainBusy: () => false});
+    const log: string[] = [];
+    const a = gate(log, "a");
+    const b = gate(log, "b");
+    const ra = ex.run(a.pass);
+    void ex.run(b.pass);
+    a.open();
+    await ra;
+    await tick();
+    assert.deepEqual(log, ["start a", "end a", "start b"]);
+    b.open();
+  });
+
+  test("a pass's result is returned before its pause, and the executor stays taken during the pause", async () => {
+    let busy = true;
+    const ex = new SideExecutor({queueLimit: 64, timeoutMs: 10_000, mainBusy: () => busy});
+    const log: string[] = [];
+    const a = gate(log, "a");
+    const b = gate(log, "b");
+    const ra = ex.run(a.pass);
+    void ex.run(b.pass);
+    await tick();
+    await sleep(30); // the pass takes at least 30 ms, so its pause does too
+    a.open();
+    assert.equal(await ra, "a");
+    await tick();
+    assert.deepEqual(log, ["start a", "end a"], "b waits out the pause");
+    assert.equal(ex.status().running, true);
+    busy = false;
+    for (let i = 0; i < 200 && log.length < 3; i++) await sleep(5);
+    assert.deepEqual(log, ["start a", "end a", "start b"]);
+    b.open();
+  });
+});

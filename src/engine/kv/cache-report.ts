@@ -41,6 +41,10 @@ export interface PoolReport {
   /** Finished replies re-evaluated in pieces so the next turn reuses them exactly, and the seconds that took. */
   seals: number;
   seal_s: number;
+  /** Regions sealing a reply now. */
+  sealing: number;
+  /** Finished replies waiting for the engine to be idle to be sealed (until then a follow-up re-evaluates them). */
+  unsealed: number;
 }
 
 export interface DiskReport {

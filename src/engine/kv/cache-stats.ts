@@ -16,6 +16,9 @@ export interface PoolOccupancy {
   heldPositions: number;
   waiting: number;
   bytesPerPosition: number;
+  /** Regions re-evaluating a reply now, and replies waiting for an idle moment to be sealed. */
+  sealing: number;
+  unsealed: number;
 }
 
 export class CacheStats {
@@ -94,6 +97,8 @@ export class CacheStats {
         cold_resorts: this.coldResorts,
         seals: this.seals,
         seal_s: Math.round(this.sealS * 1000) / 1000,
+        sealing: occ.sealing,
+        unsealed: occ.unsealed,
       },
       disk,
       taken_at: this.takenAt,

@@ -12,6 +12,7 @@ import {exactLength} from "../kv/region-memory.ts";
 import {RegionQueue} from "../region-queue.ts";
 import {chooseBatch, newBatchPolicyState, type BatchPolicyState} from "./batch-strategy.ts";
 import {acceptGrammarToken, PINNED_NODE_LLAMA_CPP, queuedDecodes, sequenceIdOf, setNextBatchThreads} from "./internals.ts";
+import {llamaBuildOptions, type EngineBuild} from "./engine-build.ts";
 import {measureDecodeThreads, STEP_TOKENS, threadsForBatch} from "./decode-threads.ts";
 import {classifyTokens, GrammarConstraint, GrammarStore, type TokenClasses} from "./grammar-constraint.ts";
 import {runOnRegion, type GrammarBinder} from "./region-decode.ts";
@@ -33,6 +34,8 @@ export interface LlamaEngineOptions {
   decodeThreads?: "auto" | number;
   /** Flash attention in the context (SVC_FLASH_ATTENTION); speculation needs it. */
   flashAttention: boolean;
+  /** Which engine library build runs (engine-build.ts). Default: the prebuilt binary. */
+  engineBuild?: EngineBuild;
   /** Prompt-lookup speculation for eligible greedy runs (SVC_SPECULATION); see prompt-lookup.ts. */
   speculation: SpeculationMode;
   logger: Logger;
@@ -95,7 +98,7 @@ export class LlamaEngine implements Engine {
     this.tokenClasses = classifyTokens(this.vocabTexts.length, (t) => decoder.decode(this.tokenBytes(t)), (t) => model.isSpecialToken(t as Token));
     const release = llama.llamaCppRelease;
     this.info = {
-      version: `node-llama-cpp ${PINNED_NODE_LLAMA_CPP} (llama.cpp ${release.release})`,
+      version: `node-llama-cpp ${PINNED_NODE_LLAMA_CPP} (llama.cpp ${release.release}, ${llama.buildType === "localBuild" ? "built from source" : "prebuilt"})`,
       architecture: String(meta.general.architecture),
       modelPath: opts.modelPath,
       contextSize: context.contextSize,
@@ -123,7 +126,7 @@ export class LlamaEngine implements Engine {
     const threads = opts.threads ?? availableParallelism();
     const llama = opts.llama ?? await getLlama({
       gpu: false,
-      build: "never",
+      ...llamaBuildOptions(opts.engineBuild ?? "prebuilt"),
       // 0 bypasses node-llama-cpp's thread splitter: with it, four regions dispatching small prompt pieces
       // stalled for good on 2 cores (the allocation waited for a free thread that was never announced);
       // there is one context, so the context's own thread count is all that is needed.

@@ -408,6 +408,7 @@ export class RegionPool {
       }
     }
     return this.stats.report({usedPositions: used, busyRegions: busy, heldRegions: held, heldPositions, waiting: this.queue.queued,
-      bytesPerPosition: this.opts.bytesPerPosition}, disk);
+      bytesPerPosition: this.opts.bytesPerPosition, sealing: this.regions.filter((r) => r.seal).length,
+      unsealed: this.regions.filter((r) => r.pending).length}, disk);
   }
 }

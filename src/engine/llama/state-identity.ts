@@ -4,9 +4,10 @@
 
 import {stat} from "node:fs/promises";
 import type {StateIdentity} from "../kv/state-files.ts";
-import {PINNED_NODE_LLAMA_CPP} from "./internals.ts";
+import {engineIdentity, type EngineBuild} from "./engine-build.ts";
 
-export async function stateIdentity(modelPath: string, sha256: string | null, contextSize: number, flashAttention: boolean): Promise<StateIdentity> {
+export async function stateIdentity(modelPath: string, sha256: string | null, contextSize: number, flashAttention: boolean,
+  build: EngineBuild = "prebuilt"): Promise<StateIdentity> {
   // A local model is not hashed at start (it may be large); its size and modification time stand in.
   let model = sha256 ? `sha256:${sha256}` : modelPath;
   if (!sha256) {
@@ -15,7 +16,7 @@ export async function stateIdentity(modelPath: string, sha256: string | null, co
   }
   return {
     model,
-    engine: `node-llama-cpp ${PINNED_NODE_LLAMA_CPP}`,
+    engine: engineIdentity(build),
     // SVC_FLASH_ATTENTION; a state written with flash attention on has its V transposed differently (and
     // its numbers differ, so a resumed reply would not be the one a cold run gives).
     kv: `f16/f16, flash attention ${flashAttention ? "on" : "off"}`,
