@@ -73,6 +73,8 @@ export interface RunHooks {
   longPrefillTokens: number;
   /** Prompt-lookup speculation for this run (the engine decides who is eligible), or null. */
   drafts: DraftPolicy | null;
+  /** Awaited before each prompt piece is queued (the pool holds pieces back while a preparation waits: region-pool.ts). */
+  beforePiece(): Promise<void>;
 }
 
 export async function* runOnRegion(seq: LlamaContextSequence, job: DecodeJob, stats: DecodeStats, mark: GeneratingMark,
@@ -99,6 +101,8 @@ export async function* runOnRegion(seq: LlamaContextSequence, job: DecodeJob, st
   try {
     for (const [a, b] of pieces) {
       if (job.signal.aborted) return {reason: "cancelled"};
+      await hooks.beforePiece();
+      if (job.signal.aborted) return {reason: "cancelled"};
       await seq.evaluateWithoutGeneratingNewTokens(prompt.slice(a, b), {contextShift: neverShift});
       memory.tokens.push(...prompt.slice(a, b));
       memory.cuts.push(b);
@@ -107,6 +111,7 @@ export async function* runOnRegion(seq: LlamaContextSequence, job: DecodeJob, st
   } finally {
     if (long) hooks.longPrefill(false);
   }
+  await hooks.beforePiece();
   if (job.signal.aborted) return {reason: "cancelled"};
   // The last piece is evaluated together with the first sampling step; its KV is the same as a plain
   // evaluation's, so it is exact too once the first token comes.
