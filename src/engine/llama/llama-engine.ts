@@ -242,7 +242,7 @@ export class LlamaEngine implements Engine {
         longPrefillTokens: LONG_PREFILL_TOKENS,
         longPrefill: (running) => (pool.stats.prefillSince = running ? performance.now() : null),
         drafts: this.drafts && speculates(job) ? this.drafts : null,
-        beforePiece: () => pool.beforePiece(),
+        beforeDecode: () => pool.beforeDecode(),
       });
       return (async function* (): DecodeRun {
         // Time in the engine (each step's await) and in its batch queue, as against time with the consumer.

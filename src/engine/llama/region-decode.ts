@@ -73,8 +73,8 @@ export interface RunHooks {
   longPrefillTokens: number;
   /** Prompt-lookup speculation for this run (the engine decides who is eligible), or null. */
   drafts: DraftPolicy | null;
-  /** Awaited before each prompt piece is queued (the pool holds pieces back while a preparation waits: region-pool.ts). */
-  beforePiece(): Promise<void>;
+  /** Awaited before each prompt piece or decode step is queued (the pool holds them back while a preparation waits: region-pool.ts). */
+  beforeDecode(): Promise<void>;
 }
 
 export async function* runOnRegion(seq: LlamaContextSequence, job: DecodeJob, stats: DecodeStats, mark: GeneratingMark,
@@ -101,7 +101,7 @@ export async function* runOnRegion(seq: LlamaContextSequence, job: DecodeJob, st
   try {
     for (const [a, b] of pieces) {
       if (job.signal.aborted) return {reason: "cancelled"};
-      await hooks.beforePiece();
+      await hooks.beforeDecode();
       if (job.signal.aborted) return {reason: "cancelled"};
       await seq.evaluateWithoutGeneratingNewTokens(prompt.slice(a, b), {contextShift: neverShift});
       memory.tokens.push(...prompt.slice(a, b));
@@ -111,7 +111,7 @@ export async function* runOnRegion(seq: LlamaContextSequence, job: DecodeJob, st
   } finally {
     if (long) hooks.longPrefill(false);
   }
-  await hooks.beforePiece();
+  await hooks.beforeDecode();
   if (job.signal.aborted) return {reason: "cancelled"};
   // The last piece is evaluated together with the first sampling step; its KV is the same as a plain
   // evaluation's, so it is exact too once the first token comes.
@@ -125,6 +125,7 @@ export async function* runOnRegion(seq: LlamaContextSequence, job: DecodeJob, st
     const run = scoredGeneration(seq, lastPiece, job, stats, mark, started);
     try {
       for (;;) {
+        await hooks.beforeDecode();
         const r = await run.next();
         if (r.done) return r.value;
         if (r.value.kind === "token") {
@@ -154,6 +155,7 @@ export async function* runOnRegion(seq: LlamaContextSequence, job: DecodeJob, st
   try {
     steps: while (generated.length < job.maxTokens) {
       let res: IteratorResult<Token, void>;
+      await hooks.beforeDecode();
       try {
         res = await gen.next(replacement as never);
         replacement = undefined;

@@ -109,8 +109,10 @@ export class RegionPool {
    * A preparation erases, copies, loads and saves through node-llama-cpp, which takes the context's lock; its
    * batch loop holds that lock for as long as any decode is queued, so beside streams that are generating a
    * preparation waited for all of them to finish (measured: about 2 s of prep_ms for half the requests of
-   * 4 concurrent streams). While one is pending, prompt pieces are held back (beforePiece()): the next batch
-   * of decode steps then leaves the queue empty, the loop lets go of the lock, and the preparation runs.
+   * 4 concurrent streams). A generating sequence queues its next step within microtasks of getting its token,
+   * before the loop looks at its queue again, so the queue never empties on its own. While a preparation is
+   * pending, every run holds its next piece or step back (beforeDecode()): the batch in flight then leaves
+   * the queue empty, the loop lets go of the lock, the preparation runs, and the runs go on.
    */
   async prepare(target: number, prompt: readonly number[], plan: readonly number[], resume: ResumeState | null): Promise<StartInfo> {
     this.preparing++;
@@ -121,8 +123,8 @@ export class RegionPool {
     }
   }
 
-  /** Resolves when no preparation is pending: a request awaits it before queueing each prompt piece. */
-  beforePiece(): Promise<void> {
+  /** Resolves when no preparation is pending: a run awaits it before queueing each prompt piece or decode step. */
+  beforeDecode(): Promise<void> {
     if (this.preparing === 0) return Promise.resolve();
     return new Promise((resolve) => this.heldPieces.push(resolve));
   }
