@@ -16,7 +16,7 @@ import {DEFAULT_MAIN_MODEL_SPEC} from "../src/models/known-files.ts";
 import {resolveModel} from "../src/models/resolve.ts";
 import {createLogger} from "../src/observability/log.ts";
 import {ensureLlamaServer} from "./llama-server/build.ts";
-import {aggregateTps, decodeTps, median, percentile, streamChat, ttftMs, type ChatBody, type Stream} from "./llama-server/client.ts";
+import {aggregateTps, chatOnceDecodeTps, decodeTps, median, percentile, streamChat, ttftMs, type ChatBody, type Stream} from "./llama-server/client.ts";
 import {libraryDecode} from "./llama-server/library.ts";
 import {startLlamaServer, startSvc, type Server, type Shape} from "./llama-server/servers.ts";
 
@@ -138,12 +138,22 @@ async function main(): Promise<void> {
       for (let r = 0; r < ROUNDS; r++) {
         for (const s of r % 2 ? [...pair].reverse() : pair) single.get(s)!.push(...(await oneStream(await turnOf(s), [0, 1, 2, 3].map((i) => story(i + r)))));
       }
+      // The same prompts not streamed, against the streamed ones: both by the server's own timings.
+      const plain = new Map<Server, number[]>(pair.map((s) => [s, []]));
+      for (let r = 0; r < Math.max(1, ROUNDS - 1); r++) {
+        for (const s of r % 2 ? [...pair].reverse() : pair) {
+          const srv = await turnOf(s);
+          for (const i of [0, 1, 2, 3]) plain.get(s)!.push(await chatOnceDecodeTps(srv.url, story(i + r)));
+        }
+      }
+      const streamedOverPlain = (s: Server) => median(single.get(s)!.map((x) => x.serverDecodeTps)) / median(plain.get(s)!);
       say("(a) done");
       // (e) the library alone, same prompts as rendered by the template (SmolLM2's ChatML)
       const lib = await libraryDecode(gguf, shape.threads, [0, 1, 2, 3].map((i) =>
         `<|im_start|>system\n${SYSTEM}<|im_end|>\n<|im_start|>user\nWrite a long story about ${TOPICS[i]}.<|im_end|>\n<|im_start|>assistant\n`), 128);
       rows.push({label: "(a) 1 stream: decode tok/s (median)", svc: m(svc, decodeTps), llama: m(llama, decodeTps), lib: median(lib.map((x) => x.decodeTps)), unit: "tok/s"});
       rows.push({label: "(a) 1 stream: TTFT p50", svc: m(svc, ttftMs), llama: m(llama, ttftMs), lib: median(lib.map((x) => x.ttftMs)), unit: "ms"});
+      rows.push({label: "(a) streamed / not streamed decode (server timings)", svc: streamedOverPlain(svc), llama: streamedOverPlain(llama), unit: "x"});
 
     
     }

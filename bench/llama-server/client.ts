@@ -11,6 +11,8 @@ export interface Stream {
   promptTokens: number;
   cachedTokens: number;
   text: string;
+  /** The server's own decode rate (`timings.predicted_per_second`), when it sent timings. */
+  serverDecodeTps: number;
 }
 
 export interface ChatBody {
@@ -43,7 +45,7 @@ async function post(base: string, body: ChatBody): Promise<{res: Response; start
 export async function streamChat(base: string, body: ChatBody): Promise<Stream> {
   const {res, start} = await post(base, body);
   if (!res.ok || !res.body) throw new Error(`${base}: HTTP ${res.status} ${await res.text()}`);
-  const s: Stream = {start, first: 0, last: 0, n: 0, promptTokens: 0, cachedTokens: 0, text: ""};
+  const s: Stream = {start, first: 0, last: 0, n: 0, promptTokens: 0, cachedTokens: 0, text: "", serverDecodeTps: NaN};
   const dec = new TextDecoder();
   let buf = "";
   let deltas = 0;
@@ -73,11 +75,21 @@ export async function streamChat(base: string, body: ChatBody): Promise<Stream> 
           s.cachedTokens = j.usage.prompt_tokens_details?.cached_tokens ?? s.cachedTokens;
         }
         if (j.timings && typeof j.timings.cache_n === "number") s.cachedTokens = j.timings.cache_n;
+        if (j.timings && typeof j.timings.predicted_per_second === "number") s.serverDecodeTps = j.timings.predicted_per_second;
       }
     }
   }
   if (s.n === 0) s.n = deltas;
   return s;
+}
+
+/** The same request not streamed: the server's own decode rate from its `timings` (both servers send them). */
+export async function chatOnceDecodeTps(base: string, body: ChatBody): Promise<number> {
+  const res = await fetch(`${base}/v1/chat/completions`, {method: "POST", headers: {"content-type": "application/json"},
+    signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS), body: JSON.stringify({model: "bench", ...body, stream: false, temperature: 0})});
+  if (!res.ok) throw new Error(`${base}: HTTP ${res.status} ${await res.text()}`);
+  const j = (await res.json()) as {timings?: {predicted_per_second?: number}};
+  return j.timings?.predicted_per_second ?? NaN;
 }
 
 export const ttftMs = (s: Stream) => s.first - s.start;
