@@ -13,7 +13,7 @@
 // continued; a follow-up that does continue an unsealed reply evaluates it as part of its own prompt, the same
 // work the seal would have done, and a human's next turn (seconds later) finds it sealed.
 
-import type {LlamaContextSequence, Token} from "node-llama-cpp";
+import type {LlamaContextSequence} from "node-llama-cpp";
 import type {Logger} from "../../observability/log.ts";
 import type {KeepHook, ReleaseOptions, ResumeState, StartInfo} from "../engine.ts";
 import type {DiskReport} from "../kv/cache-report.ts";
@@ -24,6 +24,7 @@ import {pickTarget, place, type Placement, type StateCandidate} from "../kv/plac
 import {commonPrefix, emptyMemory, exactLength, planCuts, reusable, type RegionMemory} from "../kv/region-memory.ts";
 import type {RegionQueue} from "../region-queue.ts";
 import {copySequenceState} from "./internals.ts";
+import {evaluateReply, sealLeft, type PendingSeal, type Seal} from "./reply-seal.ts";
 
 /** A stored state must serve this many more tokens than memory to be worth reading. */
 const STATE_MARGIN = 16;
@@ -38,39 +39,12 @@ export const IDLE_SEAL_MS = 300;
 /** A cold prefill of at least this many new tokens marks the cache report stale while it runs. */
 export const LONG_PREFILL_TOKENS = 512;
 
-interface Seal {
-  done: Promise<void>;
-  abort(): void;
-  /** A session keeps the result: the seal may not be cut short. */
-  keep: boolean;
-  /** The prompt and reply being sealed (the region's tokens when it is done). */
-  tokens: readonly number[];
-  promptLength: number;
-  /** Reply tokens re-evaluated so far. */
-  progress: number;
-}
-
-/** A finished reply left unsealed until the engine is idle. */
-interface PendingSeal {
-  /** Where the tokens still to seal start (the prompt's end, or where an interrupted seal stopped). */
-  promptLength: number;
-  generated: readonly number[];
-  boundaries: readonly number[];
-  /** Where the reply starts (the prompt's end). */
-  replyStart: number;
-}
-
 interface Region {
   id: number;
   seq: LlamaContextSequence;
   memory: RegionMemory;
   seal: Seal | null;
   pending: PendingSeal | null;
-}
-
-/** Reply tokens a seal still has to evaluate. */
-function sealLeft(seal: Seal): number {
-  return seal.tokens.length - seal.promptLength - seal.progress;
 }
 
 type StateRef = {kind: "disk"; entry: DiskEntry} | {kind: "handle"; resume: ResumeState};
@@ -307,7 +281,9 @@ export class RegionPool {
       const sealStart = performance.now();
       try {
         if (this.opts.cacheOn && exactLength(r.memory) === promptLength && generated.length > 0) {
-          await this.sealReply(r, promptLength, generated, opts.replyBoundaries ?? [], shouldStop, (n) => (seal.progress = n), replyStart);
+          await this.truncate(r, promptLength);
+          await evaluateReply(r, this.opts.piece, {promptLength, generated, boundaries: opts.replyBoundaries ?? [], replyStart}, shouldStop,
+            (n) => (seal.progress = n));
           this.stats.sealS += (performance.now() - sealStart) / 1000;
           if (seal.progress === generated.length) this.stats.seals++;
           // Interrupted by a request: the rest waits for the next idle moment (unless a placement takes the region).
@@ -327,25 +303,6 @@ export class RegionPool {
       }
     });
     return work.finally(release);
-  }
-
-  private async sealReply(r: Region, promptLength: number, generated: readonly number[], boundaries: readonly number[], stop: () => boolean,
-    progress: (tokens: number) => void, replyStart: number): Promise<void> {
-    await this.truncate(r, promptLength);
-    r.memory.tokens = r.memory.tokens.slice(0, promptLength);
-    const end = promptLength + generated.length;
-    let a = promptLength;
-    for (const c of planCuts(end, this.opts.piece, [promptLength, ...boundaries.filter((b) => b > promptLength && b < end)])) {
-      if (c <= promptLength) continue;
-      if (stop()) return;
-      const piece = generated.slice(a - promptLength, c - promptLength);
-      await r.seq.evaluateWithoutGeneratingNewTokens(piece as Token[]);
-      r.memory.tokens.push(...piece);
-      r.memory.cuts.push(c);
-      a = c;
-      progress(c - promptLength);
-    }
-    r.memory.replyStart = replyStart;
   }
 
   /** A held state about to be overwritten: remembered for miss reasons and written to the disk tier. */
