@@ -62,6 +62,7 @@ export async function loadModels(config: Config, logger: Logger): Promise<Loaded
     engineBuild: config.engineBuild,
     flashAttention: config.flashAttention,
     speculation: config.speculation,
+    exactReuse: config.exactReuse,
     logger,
   });
   if (engine.info.contextSize < config.ctxSize) {

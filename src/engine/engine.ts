@@ -3,6 +3,8 @@
 
 import type {SamplingParams} from "../core/generation.ts";
 import type {CacheReport} from "./kv/cache-report.ts";
+import type {CutPlan} from "./kv/region-memory.ts";
+import type {Span} from "./kv/row-classes.ts";
 
 /** Under a grammar, at most this many whitespace-only tokens may follow one another (the spec's bound); the
  * schema grammars guarantee it by allowing at most two whitespace characters between two JSON tokens. */
@@ -23,6 +25,8 @@ export interface EngineInfo {
   decodeThreads: number;
   flashAttention: boolean;
   speculation: SpeculationInfo;
+  /** How reused KV is matched to a cold evaluation: by row class or by piece cuts (kv/region-memory.ts), and why. */
+  reuseMatch: {match: CutPlan["match"]; reason: string};
   vocabSize: number;
   bosToken: number | null;
   eosToken: number | null;
@@ -108,8 +112,8 @@ export interface SteerAction {
 
 export interface DecodeJob {
   prompt: number[];
-  /** Where the prompt's evaluation pieces end (see kv/region-memory.ts); the same plan the region was acquired with. */
-  plan: readonly number[];
+  /** Where the prompt's evaluation pieces end and how reuse is matched (see kv/region-memory.ts); the plan the region was acquired with. */
+  plan: CutPlan;
   sampling: SamplingParams;
   /** Score every generated token against the raw distribution, with `top` alternatives (0 to 20). */
   logprobs?: {top: number};
@@ -204,9 +208,12 @@ export interface Engine {
    * EngineCancelledError when signal aborts. The region is prepared to start from whatever holds the longest exact prefix of the
    * prompt under its cut plan: the region itself, another idle region, a disk-tier state or `resume`.
    */
-  acquire(opts: {signal: AbortSignal; timeoutMs: number; prompt: readonly number[]; plan: readonly number[]; resume?: ResumeState | null}): Promise<RegionLease>;
-  /** The cut plan of a prompt with the given content boundaries. */
-  planCuts(length: number, boundaries: readonly number[]): number[];
+  acquire(opts: {signal: AbortSignal; timeoutMs: number; prompt: readonly number[]; plan: CutPlan; resume?: ResumeState | null}): Promise<RegionLease>;
+  /**
+   * The cold evaluation plan of a prompt: `boundaries` are where client texts start and end, `replySpans` where
+   * earlier replies' texts lie (evaluated as decoded rows were when reuse is matched by rows).
+   */
+  planCuts(length: number, marks: {boundaries: readonly number[]; replySpans: readonly Span[]}): CutPlan;
   status(): EngineStatus;
   /** The prompt cache's numbers; never waits on the engine. */
   cacheReport(): CacheReport;

@@ -10,7 +10,7 @@ import type {ChatTemplate} from "../templates/chat-template.ts";
 import {randomBytes} from "node:crypto";
 import type {Logger} from "../observability/log.ts";
 import {IncrementalDetokenizer} from "./detokenizer.ts";
-import {commonPrefix} from "../engine/kv/region-memory.ts";
+import {commonPrefix, type CutPlan} from "../engine/kv/region-memory.ts";
 import type {TemplateMessage} from "../templates/chat-template.ts";
 import {buildPrompt, type BuiltPrompt} from "./prompt.ts";
 import {genericToolsPrompt, ReplyParser, type ReplyPart} from "./reply/index.ts";
@@ -29,7 +29,7 @@ export interface PipelineOptions {
 /** The session layer as the pipeline sees it (src/sessions/ implements it). */
 export interface SessionPort {
   /** At request start: reserves the keep name, looks up the from name. Throws nothing. */
-  begin(names: {keep: string | null; from: string | null}, prompt: readonly number[], plan: readonly number[]): Promise<SessionTicket>;
+  begin(names: {keep: string | null; from: string | null}, prompt: readonly number[], plan: CutPlan): Promise<SessionTicket>;
 }
 
 export interface SessionTicket {
@@ -62,7 +62,7 @@ export class GenerationRun implements AsyncIterable<GenerationEvent> {
     readonly promptTokens: number[],
     private readonly maxTokens: number,
     private readonly plan: ReplyPlan,
-    private readonly cutPlan: readonly number[],
+    private readonly cutPlan: CutPlan,
     private readonly ticket: SessionTicket | null,
     /** Where the next prompt will cut inside this reply when it is sent back (see RegionLease.release). */
     private readonly replyCuts: (reply: ReplyRecord, generated: readonly number[]) => number[] = () => [],
@@ -199,7 +199,7 @@ export class GenerationPipeline {
         throw new ApiError("server_error", `internal error: the engine rejected the grammar compiled from this schema (${err.message})`);
       });
     }
-    const cutPlan = this.engine.planCuts(prompt.tokens.length, prompt.boundaries);
+    const cutPlan = this.engine.planCuts(prompt.tokens.length, prompt);
     const names = req.session;
     const ticket = names && this.sessions && (names.keep || names.from) ? await this.sessions.begin(names, prompt.tokens, cutPlan) : null;
     let lease: RegionLease;

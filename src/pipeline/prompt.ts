@@ -18,6 +18,12 @@ export interface BuiltPrompt {
    * resume exactly at that point (see engine/kv/region-memory.ts).
    */
   boundaries: number[];
+  /**
+   * Where earlier replies' texts lie: a client text that starts right after an assistant header. The model
+   * decoded those tokens one at a time; when the engine matches reuse by row class it evaluates these spans
+   * the same way, so a follow-up resumes past the reply without re-evaluating it (engine/kv/row-classes.ts).
+   */
+  replySpans: [number, number][];
 }
 
 export function buildPrompt(spec: PromptSpec, engine: Engine, template: ChatTemplate | null): BuiltPrompt {
@@ -26,10 +32,10 @@ export function buildPrompt(spec: PromptSpec, engine: Engine, template: ChatTemp
       spec.tokens.forEach((t, i) => {
         if (!engine.isValidToken(t)) throw invalidField(`prompt[${i}]`, `token id ${t} is not in the vocabulary (0 to ${engine.info.vocabSize - 1})`);
       });
-      return {tokens: [...spec.tokens], text: null, boundaries: []};
+      return {tokens: [...spec.tokens], text: null, boundaries: [], replySpans: []};
     }
     case "text":
-      return {tokens: withBos(engine, engine.tokenize(spec.text, {special: true})), text: spec.text, boundaries: []};
+      return {tokens: withBos(engine, engine.tokenize(spec.text, {special: true})), text: spec.text, boundaries: [], replySpans: []};
     case "chat": {
       if (!template) throw invalidRequest("this model has no chat template; use /v1/completions with a raw prompt");
       let rendered;
@@ -47,15 +53,23 @@ export function buildPrompt(spec: PromptSpec, engine: Engine, template: ChatTemp
       }
       const tokens: number[] = [];
       const boundaries: number[] = [];
+      const replySpans: [number, number][] = [];
+      let afterHeader = false;
       for (const seg of rendered.segments) {
-        if (seg.fromClient) boundaries.push(tokens.length);
-        if (seg.fromClient) tokens.push(...engine.tokenize(seg.text, {special: false}));
-        else if (seg.text.length > 0) tokens.push(...templateTokens(engine, seg.text, template.replyHeader, tokens.length, boundaries));
-        if (seg.fromClient) boundaries.push(tokens.length);
+        if (seg.fromClient) {
+          const start = tokens.length;
+          tokens.push(...engine.tokenize(seg.text, {special: false}));
+          boundaries.push(start, tokens.length);
+          if (afterHeader && tokens.length > start) replySpans.push([start, tokens.length]);
+        } else if (seg.text.length > 0) {
+          tokens.push(...templateTokens(engine, seg.text, template.replyHeader, tokens.length, boundaries));
+        }
+        afterHeader = !seg.fromClient && template.replyHeader !== null && seg.text.endsWith(template.replyHeader);
       }
       const withStart = withBos(engine, tokens);
       const shift = withStart.length - tokens.length;
-      return {tokens: withStart, text: rendered.text, boundaries: [...new Set(boundaries.map((b) => b + shift))]};
+      return {tokens: withStart, text: rendered.text, boundaries: [...new Set(boundaries.map((b) => b + shift))],
+        replySpans: replySpans.map(([a, b]) => [a + shift, b + shift])};
     }
   }
 }

@@ -4,7 +4,7 @@
 
 import type {SessionOutcome} from "../core/generation.ts";
 import type {KeepHook, ResumeState} from "../engine/engine.ts";
-import {exactLength, reusable} from "../engine/kv/region-memory.ts";
+import {exactLength, reusable, type CutPlan} from "../engine/kv/region-memory.ts";
 import type {Logger} from "../observability/log.ts";
 import type {SessionPort, SessionTicket} from "../pipeline/generate.ts";
 import type {HandleRegistry} from "./handles.ts";
@@ -15,7 +15,7 @@ export class SessionService implements SessionPort {
 
   constructor(private readonly registry: HandleRegistry, private readonly logger: Logger) {}
 
-  async begin(names: {keep: string | null; from: string | null}, prompt: readonly number[], plan: readonly number[]): Promise<SessionTicket> {
+  async begin(names: {keep: string | null; from: string | null}, prompt: readonly number[], plan: CutPlan): Promise<SessionTicket> {
     let from: SessionOutcome["from"] = null;
     let resume: ResumeState | null = null;
     if (names.from) {

@@ -19,7 +19,7 @@
 import {readFile, writeFile} from "node:fs/promises";
 import type {CacheReport, MissReason} from "../../src/engine/kv/cache-report.ts";
 import {MISS_REASONS} from "../../src/engine/kv/cache-report.ts";
-import {commonPrefix, exactLength, piecesFrom, planCuts, reusable} from "../../src/engine/kv/region-memory.ts";
+import {commonPrefix, exactLength, piecesFrom, planCuts, reusable, type CutPlan} from "../../src/engine/kv/region-memory.ts";
 import type {DecodeEnd, DecodeJob, DecodeRun, DecodeStats, Engine, EngineInfo, EngineStatus, GrammarRef, RegionLease, ReleaseOptions, ResumeState,
   StartInfo} from "../../src/engine/engine.ts";
 import {RegionQueue} from "../../src/engine/region-queue.ts";
@@ -118,6 +118,7 @@ export class EngineDouble implements Engine {
       decodeThreads: 1,
       flashAttention: true,
       speculation: {mode: "off", active: false, stepCost: null, reason: "the engine double does not speculate"},
+      reuseMatch: {match: "pieces", reason: "the engine double matches reuse by pieces and seals replies"},
       vocabSize: tok.VOCAB_SIZE,
       bosToken: null,
       eosToken: tok.IM_END,
@@ -150,11 +151,12 @@ export class EngineDouble implements Engine {
     this.preparedGrammars.push(grammar.key);
   }
 
-  planCuts(length: number, boundaries: readonly number[]): number[] {
-    return planCuts(length, this.piece, boundaries);
+  planCuts(length: number, marks: {boundaries: readonly number[]}): CutPlan {
+    // The double matches reuse by pieces and seals replies, like the real engine under SVC_EXACT_REUSE=pieces.
+    return {cuts: planCuts(length, this.piece, marks.boundaries), match: "pieces"};
   }
 
-  async acquire(opts: {signal: AbortSignal; timeoutMs: number; prompt: readonly number[]; plan: readonly number[]; resume?: ResumeState | null}): Promise<RegionLease> {
+  async acquire(opts: {signal: AbortSignal; timeoutMs: number; prompt: readonly number[]; plan: CutPlan; resume?: ResumeState | null}): Promise<RegionLease> {
     if (this.closed) throw new Error("the engine double is closed");
     const waitStart = performance.now();
     let id: number;
@@ -232,7 +234,7 @@ export class EngineDouble implements Engine {
    * empty one (prepare copies the prefix in, so a held conversation is not overwritten, as the real pool moves it
    * aside); else the best one, else the least recently used.
    */
-  private choose(free: number[], prompt: readonly number[], plan: readonly number[]): number {
+  private choose(free: number[], prompt: readonly number[], plan: CutPlan): number {
     const scored = free.map((id) => this.regions[id]!).map((r) => ({r, reuse: this.promptCache ? reusable(r, prompt, plan).length : 0}));
     const best = scored.reduce((a, b) => (b.reuse > a.reuse ? b : a));
     if (best.reuse > 0 && best.reuse >= exactLength(best.r)) return best.r.id;
@@ -246,7 +248,7 @@ export class EngineDouble implements Engine {
    * The region starts from whatever serves the longest prefix: its own state, another idle region's (copied) or a
    * session's kept state; the miss reasons follow kv/placement.ts.
    */
-  private async prepare(region: Region, prompt: readonly number[], plan: readonly number[], resume: ResumeState | null): Promise<StartInfo> {
+  private async prepare(region: Region, prompt: readonly number[], plan: CutPlan, resume: ResumeState | null): Promise<StartInfo> {
     let held: Held = {tokens: region.tokens, cuts: region.cuts};
     let source: StartInfo["source"] = "memory";
     let u = this.promptCache ? reusable(held, prompt, plan) : {length: 0, common: 0};
@@ -340,7 +342,7 @@ export class EngineDouble implements Engine {
     stats.promptTokens = job.prompt.length;
     stats.cachedTokens = start.reused;
     yield {kind: "progress", processed: start.reused, elapsedMs: 0};
-    const pieces = piecesFrom(job.plan, start.reused);
+    const pieces = piecesFrom(job.plan.cuts, start.reused);
     const last = pieces.at(-1)!;
     for (const [a, b] of pieces) {
       if (signal.aborted) return (record.end = {reason: "cancelled"});

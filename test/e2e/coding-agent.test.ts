@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
 import Anthropic from "@anthropic-ai/sdk";
-import {startServer, type RunningServer} from "./harness.ts";
+import {reusableEnd, reuseMatch, startServer, type RunningServer} from "./harness.ts";
 
 let server: RunningServer;
 before(async () => {
@@ -57,7 +57,8 @@ describe("Codex on /v1/responses: each thread resumes from its own state", () =>
     const m2 = await turn(m2Input, codex(session));
     assert.equal(m2.status, 200, JSON.stringify(m2.body));
     assert.equal(m2.headers.get("x-svc-from"), "used");
-    const m1Length = m1.body.usage.input_tokens + m1.body.usage.output_tokens;
+    const match = await reuseMatch(server);
+    const m1Length = reusableEnd(match, m1.body.usage.input_tokens, m1.body.usage.output_tokens, m1.body.incomplete_details?.reason === "max_output_tokens");
     assert.ok(m2.body.usage.input_tokens_details.cached_tokens >= m1Length,
       `main turn 2 reused ${m2.body.usage.input_tokens_details.cached_tokens} tokens; turn 1 was ${m1Length}`);
 
@@ -65,7 +66,7 @@ describe("Codex on /v1/responses: each thread resumes from its own state", () =>
     const s2 = await turn(s2Input, codex(subThread, {"x-codex-parent-thread-id": session}));
     assert.equal(s2.status, 200, JSON.stringify(s2.body));
     assert.equal(s2.headers.get("x-svc-from"), "used");
-    const s1Length = s1.body.usage.input_tokens + s1.body.usage.output_tokens;
+    const s1Length = reusableEnd(match, s1.body.usage.input_tokens, s1.body.usage.output_tokens, s1.body.incomplete_details?.reason === "max_output_tokens");
     assert.ok(s2.body.usage.input_tokens_details.cached_tokens >= s1Length,
       `subagent turn 2 reused ${s2.body.usage.input_tokens_details.cached_tokens} tokens; turn 1 was ${s1Length}`);
 

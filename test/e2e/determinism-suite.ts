@@ -1,7 +1,9 @@
 // Greedy output is byte-identical however it was computed: a server with the cache off, run one request at
 // a time, is the reference; the cached server must give the same bytes for the same prompts (20 topics in
 // the full matrix) run four at a time, run again warm (resumed from the previous run's state), and as
-// follow-up turns resumed after a sealed reply. See src/engine/kv/region-memory.ts for why this holds.
+// follow-up turns resumed after the reply. See src/engine/kv/region-memory.ts and row-classes.ts for why this
+// holds. Both ways of matching reuse are held to it: by row class (the default model probes to it; a reply is
+// reusable as decoded) and by pieces (SVC_EXACT_REUSE=pieces; replies are sealed while the engine is idle).
 //
 // Three setups: flash attention on (the default), off (SVC_FLASH_ATTENTION=0), and on with prompt-lookup
 // speculation forced on for the cached server (SVC_SPECULATION=on) against a reference without it; the last
@@ -12,7 +14,7 @@
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
 import type OpenAI from "openai";
-import {get, sealCount, sealedReplies, startServer, type RunningServer} from "./harness.ts";
+import {get, reuseMatch, sealCount, sealedReplies, startServer, type RunningServer} from "./harness.ts";
 
 type Msg = OpenAI.Chat.Completions.ChatCompletionMessageParam;
 
@@ -67,7 +69,8 @@ async function metric(server: RunningServer, name: string): Promise<number> {
 }
 
 /** `topicCount`: how many of the 20 topics the plain prompts use (all of them in the full matrix). */
-export function exactGreedy(label: string, env: Record<string, string>, speculation: boolean, topicCount = ALL_TOPICS.length): void {
+export function exactGreedy(label: string, env: Record<string, string>, speculation: boolean, topicCount = ALL_TOPICS.length,
+  match: "rows" | "pieces" = "rows"): void {
   const TOPICS = ALL_TOPICS.slice(0, topicCount);
   describe(`exact greedy output: ${label}`, () => {
     let cold: RunningServer;
@@ -102,6 +105,10 @@ export function exactGreedy(label: string, env: Record<string, string>, speculat
       assert.ok([...reference1, ...reference2, ...referenceCopy].every((o) => o.cached === 0 && o.draft === 0 && o.accepted === 0));
     });
 
+    test(`reuse is matched by ${match}, as this setup expects`, async () => {
+      assert.equal(await reuseMatch(cached), match);
+    });
+
     test(`four at a time on the cached server: the same bytes for all ${TOPICS.length} prompts`, async () => {
       const out: Out[] = [];
       for (let i = 0; i < TOPICS.length; i += 4) out.push(...(await Promise.all(TOPICS.slice(i, i + 4).map((t) => ask(turn1(t))))));
@@ -119,24 +126,30 @@ export function exactGreedy(label: string, env: Record<string, string>, speculat
       assert.ok(reused > 0);
     });
 
-    test("follow-up turns resumed after the sealed reply (sealed while idle, as between a person's turns): the same bytes", async () => {
-      for (const [i, t] of TOPICS.entries()) {
-        const before = await sealCount(cached);
-        const first = await ask(turn1(t));
-        await sealedReplies(cached, before + 1);
-        const second = await ask(turn2(t, first.text));
-        assert.ok(second.cached >= first.prompt + first.completion, `"${t}": turn 2 reused ${second.cached} of ${first.prompt}+${first.completion}`);
-        assert.equal(second.text, reference2[i]!.text, `"${t}" turn 2`);
-      }
-    });
+    if (match === "pieces") {
+      test("follow-up turns resumed after the sealed reply (sealed while idle, as between a person's turns): the same bytes", async () => {
+        for (const [i, t] of TOPICS.entries()) {
+          const before = await sealCount(cached);
+          const first = await ask(turn1(t));
+          await sealedReplies(cached, before + 1);
+          const second = await ask(turn2(t, first.text));
+          assert.ok(second.cached >= first.prompt + first.completion, `"${t}": turn 2 reused ${second.cached} of ${first.prompt}+${first.completion}`);
+          assert.equal(second.text, reference2[i]!.text, `"${t}" turn 2`);
+        }
+      });
+    }
 
-    test("follow-up turns sent at once (an agent's next turn, the reply not sealed yet): the prompt is reused, the same bytes", async () => {
+    test(`follow-up turns sent at once (an agent's next turn): ${match === "rows" ? "the reply is reused as decoded" : "the prompt is reused"}, the same bytes`, async () => {
+      const sealsBefore = await sealCount(cached);
       for (const [i, t] of TOPICS.entries()) {
         const first = await ask(turn1(t));
         const second = await ask(turn2(t, first.text));
-        assert.ok(second.cached >= first.prompt, `"${t}": turn 2 reused ${second.cached} of the first prompt's ${first.prompt}`);
+        // Matched by rows, every reply token the model evaluated is reused (the last one sampled never was).
+        const least = match === "rows" ? first.prompt + first.completion - 1 : first.prompt;
+        assert.ok(second.cached >= least, `"${t}": turn 2 reused ${second.cached} of ${first.prompt}+${first.completion}`);
         assert.equal(second.text, reference2[i]!.text, `"${t}" turn 2 at once`);
       }
+      if (match === "rows") assert.equal(await sealCount(cached), sealsBefore, "matched by rows, no reply is re-evaluated");
     });
 
     test("a prompt past 256 positions: the same bytes alone and beside three others", async () => {

@@ -259,12 +259,28 @@ export async function sealCount(server: RunningServer, headers: Record<string, s
   return (await get(`${server.url}/cache`, headers)).body.pool.seals as number;
 }
 
+/** How the server matches reused KV (/health prompt_cache.reuse_match): "rows" (replies reusable as decoded) or "pieces" (sealed). */
+export async function reuseMatch(server: RunningServer, headers: Record<string, string> = {}): Promise<"rows" | "pieces"> {
+  return (await get(`${server.url}/health`, headers)).body.prompt_cache.reuse_match;
+}
+
 /**
- * Waits until the server has sealed `atLeast` replies in all. A reply that no session keeps is sealed once the
- * engine is idle (src/engine/llama/region-pool.ts): a test of "the next turn resumes after the reply" waits for
- * it, as a person's next turn would; a turn sent at once re-evaluates the reply instead.
+ * How many tokens of a finished request a later prompt can reuse: its prompt and every reply token the model
+ * evaluated. A reply cut by its token budget ends with a token that was sampled and never fed back: sealing (reuse
+ * matched by pieces) evaluates it, a reply kept as decoded (matched by rows) does not have it.
+ */
+export function reusableEnd(match: "rows" | "pieces", promptTokens: number, replyTokens: number, cutByBudget: boolean): number {
+  return promptTokens + replyTokens - (match === "rows" && cutByBudget ? 1 : 0);
+}
+
+/**
+ * Waits until the last reply can be reused. Matched by rows, a reply is reusable as soon as it is answered (nothing
+ * to wait for). Matched by pieces, a reply that no session keeps is sealed once the engine is idle
+ * (src/engine/llama/region-pool.ts): this waits until the server has sealed `atLeast` replies in all, as a
+ * person's next turn would; a turn sent at once re-evaluates the reply instead.
  */
 export async function sealedReplies(server: RunningServer, atLeast: number, headers: Record<string, string> = {}): Promise<void> {
+  if ((await reuseMatch(server, headers)) === "rows") return;
   for (let t = 0; t < 200; t++) {
     if ((await sealCount(server, headers)) >= atLeast) return;
     await new Promise((r) => setTimeout(r, 50));

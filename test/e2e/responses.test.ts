@@ -14,7 +14,7 @@ import type {Response, ResponseCreateParamsNonStreaming, ResponseFunctionToolCal
   from "openai/resources/responses/responses";
 import {buildScenario} from "../fixtures/scripted-model/build.ts";
 import {QWEN3_CODER_STYLE_TEMPLATE} from "../fixtures/scripted-model/templates.ts";
-import {startServer, TIMING_FIELDS, type RunningServer} from "./harness.ts";
+import {reusableEnd, reuseMatch, startServer, TIMING_FIELDS, type RunningServer} from "./harness.ts";
 
 const ajv = new ajvModule.default({strict: false, allErrors: true});
 type WithTimings = {timings: Record<string, number>};
@@ -153,7 +153,7 @@ describe("responses on the real default model", () => {
     const input: ResponseInputItem[] = [{role: "user", content: "What is a compass for?"}, ...first.output as ResponseInputItem[], {role: "user", content: "How do I hold it?"}];
     const resumed = await client.responses.create(ask(input, {instructions: question.instructions}), {headers: {"X-Svc-From": "resp-conv"}}).withResponse();
     assert.equal(resumed.response.headers.get("x-svc-from"), "used");
-    const need = first.usage!.input_tokens + first.usage!.output_tokens;
+    const need = reusableEnd(await reuseMatch(server), first.usage!.input_tokens, first.usage!.output_tokens, first.incomplete_details?.reason === "max_output_tokens");
     assert.ok(resumed.data.usage!.input_tokens_details.cached_tokens >= need, `reused ${resumed.data.usage!.input_tokens_details.cached_tokens}; the kept reply ended at ${need}`);
   });
 

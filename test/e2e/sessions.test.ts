@@ -8,7 +8,7 @@ import {mkdtemp, rm} from "node:fs/promises";
 import {tmpdir} from "node:os";
 import {join} from "node:path";
 import {after, before, beforeEach, describe, test} from "node:test";
-import {get, startServer, type RunningServer} from "./harness.ts";
+import {get, reusableEnd, reuseMatch, startServer, type RunningServer} from "./harness.ts";
 
 type Msg = {role: "system" | "user" | "assistant"; content: string};
 interface ChatBody {
@@ -31,6 +31,7 @@ async function chat(server: RunningServer, messages: Msg[], headers: Record<stri
 const text = (r: Reply) => (r.body as ChatBody).choices[0]!.message.content ?? "";
 const usage = (r: Reply) => (r.body as ChatBody).usage;
 const cached = (r: Reply) => usage(r).prompt_tokens_details?.cached_tokens ?? 0;
+const finish = (r: Reply) => (r.body as ChatBody).choices[0]!.finish_reason;
 const ok = (r: Reply) => assert.equal(r.status, 200, JSON.stringify(r.body));
 /** The kept messages, the kept reply as an assistant message, then a new question: the history repeats. */
 const followUp = (messages: Msg[], r: Reply, question: string): Msg[] => [...messages, {role: "assistant", content: text(r)}, {role: "user", content: question}];
@@ -108,7 +109,7 @@ describe("named sessions (SVC_FORK=1, 2 handles, 3 s TTL)", () => {
     ok(r2);
     assert.equal(r2.headers.get("x-svc-from"), "used");
     assert.equal(r2.headers.get("x-svc-keep"), null, "no Keep asked, no Keep answered");
-    const need = usage(r1).prompt_tokens + usage(r1).completion_tokens;
+    const need = reusableEnd(await reuseMatch(server), usage(r1).prompt_tokens, usage(r1).completion_tokens, finish(r1) === "length");
     assert.ok(cached(r2) >= need, `reused ${cached(r2)} tokens; the kept request had ${usage(r1).prompt_tokens} prompt + ${usage(r1).completion_tokens} reply`);
     assert.deepEqual(await names(server), ["conv-1"], "from does not change the kept state");
   });
@@ -131,7 +132,7 @@ describe("named sessions (SVC_FORK=1, 2 handles, 3 s TTL)", () => {
     const r3 = await chat(server, followUp(m2, r2, "Is it bigger than Earth?"), {"X-Svc-From": "conv-2"});
     ok(r3);
     assert.equal(r3.headers.get("x-svc-from"), "used");
-    assert.ok(cached(r3) >= usage(r2).prompt_tokens + usage(r2).completion_tokens,
+    assert.ok(cached(r3) >= reusableEnd(await reuseMatch(server), usage(r2).prompt_tokens, usage(r2).completion_tokens, finish(r2) === "length"),
       `reused ${cached(r3)}; the second kept request had ${usage(r2).prompt_tokens} + ${usage(r2).completion_tokens}`);
     // Repeating only the first kept history no longer matches: the state was replaced.
     const r4 = await chat(server, followUp(m1, r1, "What colour is it?"), {"X-Svc-From": "conv-2"});
@@ -184,7 +185,8 @@ describe("named sessions (SVC_FORK=1, 2 handles, 3 s TTL)", () => {
     ok(r2);
     assert.equal(r2.headers.get("x-svc-from"), "used");
     assert.equal(r2.headers.get("x-svc-keep"), "accepted");
-    assert.ok(cached(r2) >= usage(r1).prompt_tokens + usage(r1).completion_tokens);
+    const match = await reuseMatch(server);
+    assert.ok(cached(r2) >= reusableEnd(match, usage(r1).prompt_tokens, usage(r1).completion_tokens, finish(r1) === "length"));
     await keptLog(server, "join-b");
     const list = (await handles(server)).data;
     assert.deepEqual(list.map((h) => h.name), ["join-a", "join-b"]);
@@ -193,7 +195,7 @@ describe("named sessions (SVC_FORK=1, 2 handles, 3 s TTL)", () => {
     const r3 = await chat(server, followUp(m2, r2, "Is it healthy?"), {"X-Svc-From": "join-b"});
     ok(r3);
     assert.equal(r3.headers.get("x-svc-from"), "used");
-    assert.ok(cached(r3) >= usage(r2).prompt_tokens + usage(r2).completion_tokens,
+    assert.ok(cached(r3) >= reusableEnd(match, usage(r2).prompt_tokens, usage(r2).completion_tokens, finish(r2) === "length"),
       `reused ${cached(r3)}; the joined request had ${usage(r2).prompt_tokens} + ${usage(r2).completion_tokens}`);
   });
 
@@ -405,7 +407,8 @@ describe("named sessions on a persistent SVC_CACHE_DIR", () => {
     ok(r2);
     assert.equal(r2.headers.get("x-svc-from"), "used");
     assert.ok(cached(r2) >= usage(r1).prompt_tokens, `reused ${cached(r2)}; the kept prompt had ${usage(r1).prompt_tokens} tokens`);
-    assert.ok(cached(r2) >= usage(r1).prompt_tokens + usage(r1).completion_tokens, "the kept reply was reused too");
+    assert.ok(cached(r2) >= reusableEnd(await reuseMatch(second), usage(r1).prompt_tokens, usage(r1).completion_tokens, finish(r1) === "length"),
+      "the kept reply was reused too");
     const line = await requestLog(second, r2);
     assert.match(line, new RegExp(`cache=handle:${cached(r2)}\\b`), line);
   });

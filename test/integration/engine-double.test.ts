@@ -22,11 +22,11 @@ async function drain(run: DecodeRun): Promise<{items: DecodeItem[]; end: DecodeE
 const tokensOf = (items: DecodeItem[]) => items.flatMap((i) => (i.kind === "token" ? [i.token] : []));
 
 async function lease(engine: EngineDouble, prompt: number[], signal = new AbortController().signal, timeoutMs = 1000): Promise<RegionLease> {
-  return engine.acquire({signal, timeoutMs, prompt, plan: engine.planCuts(prompt.length, [])});
+  return engine.acquire({signal, timeoutMs, prompt, plan: engine.planCuts(prompt.length, {boundaries: []})});
 }
 
 function job(engine: EngineDouble, prompt: number[], extra: Partial<DecodeJob> = {}): DecodeJob {
-  return {prompt, plan: engine.planCuts(prompt.length, []), sampling: {...DEFAULT_SAMPLING, seed: 1}, maxTokens: 100,
+  return {prompt, plan: engine.planCuts(prompt.length, {boundaries: []}), sampling: {...DEFAULT_SAMPLING, seed: 1}, maxTokens: 100,
     stopTokenIds: new Set(engine.info.eogTokenIds), signal: new AbortController().signal, ...extra};
 }
 
@@ -232,9 +232,9 @@ describe("the double's leases and cache", () => {
     const text = (t: string) => engine.tokenize(t, {special: false});
     // "hello " | "there": a content boundary at 6, as the prompt builder marks where a message's text starts.
     const prompt = text("hello there");
-    const plan = engine.planCuts(prompt.length, [6]);
+    const plan = engine.planCuts(prompt.length, {boundaries: [6]});
     const take = (p: number[], boundaries: number[]) => engine.acquire({signal: new AbortController().signal, timeoutMs: 1000, prompt: p,
-      plan: engine.planCuts(p.length, boundaries)});
+      plan: engine.planCuts(p.length, {boundaries: boundaries})});
     let l = await take(prompt, [6]);
     assert.deepEqual(l.start, {reused: 0, source: "none", miss: "cold"});
     await drain(l.decode(job(engine, prompt, {plan})));
@@ -268,10 +268,10 @@ describe("the double's leases and cache", () => {
   test("a held conversation is not overwritten while a region is empty: the shared prefix is copied in", async () => {
     const engine = new EngineDouble({script: () => "ok", regions: 2});
     const text = (t: string) => engine.tokenize(t, {special: false});
-    const take = (p: number[]) => engine.acquire({signal: new AbortController().signal, timeoutMs: 1000, prompt: p, plan: engine.planCuts(p.length, [6])});
+    const take = (p: number[]) => engine.acquire({signal: new AbortController().signal, timeoutMs: 1000, prompt: p, plan: engine.planCuts(p.length, {boundaries: [6]})});
     const a = text("hello there");
     let l = await take(a);
-    await drain(l.decode(job(engine, a, {plan: engine.planCuts(a.length, [6])})));
+    await drain(l.decode(job(engine, a, {plan: engine.planCuts(a.length, {boundaries: [6]})})));
     await l.release();
     const b = text("hello world");
     l = await take(b);

@@ -34,12 +34,13 @@ describe("defaults", () => {
       parallel: 4,
       ctxSize: 8192,
       decodeThreads: "auto",
-    engineBuild: "prebuilt",
+      engineBuild: "prebuilt",
       threads: undefined,
       promptPiece: 64,
       flashAttention: true,
       speculation: "auto",
       promptCache: true,
+      exactReuse: "auto",
       queueTimeout: 60,
       keepalive: 10,
       maxTokensCap: 65536,
@@ -90,7 +91,7 @@ describe("defaults", () => {
       assert.deepEqual(c[key], defaults[key], `${s.name}: shown ${s.shown}`);
       checked++;
     }
-    assert.equal(checked, 34);
+    assert.equal(checked, 35);
   });
 
   test("settings shown as unset or computed default to undefined", () => {

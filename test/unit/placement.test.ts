@@ -5,7 +5,10 @@
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
 import {pickTarget, place, type PlaceInput, type RegionView, type StateCandidate} from "../../src/engine/kv/placement.ts";
-import {emptyMemory, planCuts, type RegionMemory} from "../../src/engine/kv/region-memory.ts";
+import {emptyMemory, planCuts, type CutPlan, type RegionMemory} from "../../src/engine/kv/region-memory.ts";
+
+/** A cold plan matched by pieces (the rule these placement cases were written for). */
+const piecesPlan = (length: number, piece: number, boundaries: number[] = []): CutPlan => ({cuts: planCuts(length, piece, boundaries), match: "pieces"});
 
 const PIECE = 16;
 const seq = (n: number, base = 0) => Array.from({length: n}, (_, i) => base + i);
@@ -26,7 +29,7 @@ const idle = (id: number, memory: RegionMemory = emptyMemory()): RegionView => (
 const busy = (id: number, memory: RegionMemory = emptyMemory()): RegionView => ({id, busy: true, memory});
 
 function input<T = string>(over: Partial<PlaceInput<T>> & {regions: RegionView[]; prompt: number[]}): PlaceInput<T> {
-  return {target: 0, plan: planCuts(over.prompt.length, PIECE), states: [], evicted: [], cacheOn: true, stateMargin: 16, minCopy: 16, ...over};
+  return {target: 0, plan: piecesPlan(over.prompt.length, PIECE), states: [], evicted: [], cacheOn: true, stateMargin: 16, minCopy: 16, ...over};
 }
 
 function state(tokens: number[], origin: "disk" | "handle" = "disk", ref = "s"): StateCandidate<string> {
@@ -35,7 +38,7 @@ function state(tokens: number[], origin: "disk" | "handle" = "disk", ref = "s"):
 
 describe("pickTarget", () => {
   const prompt = seq(100);
-  const plan = planCuts(100, PIECE);
+  const plan = piecesPlan(100, PIECE);
   const unrelated = (lastUsed: number) => held(seq(40, 5000 + lastUsed * 100), lastUsed);
 
   test("busy {1}: only 0 or 2, even when 3 holds the prompt's history", () => {
@@ -97,7 +100,7 @@ describe("place: the source", () => {
     const history = seq(40);
     const reply = seq(24, 500);
     const prompt = [...history, ...reply, ...seq(10, 9000)];
-    const p = place(input({regions: [idle(0, sealed(history, reply)), idle(1)], prompt, plan: planCuts(prompt.length, PIECE, [40, 64])}));
+    const p = place(input({regions: [idle(0, sealed(history, reply)), idle(1)], prompt, plan: piecesPlan(prompt.length, PIECE, [40, 64])}));
     assert.deepEqual(p.source, {kind: "region", id: 0});
     assert.equal(p.reuse, 64);
     assert.equal(p.moveAsideTo, null);
@@ -110,7 +113,7 @@ describe("place: the source", () => {
 
   test("a copy from another idle region when it serves at least minCopy tokens", () => {
     const prompt = [...seq(48), ...seq(10, 9000)];
-    const plan = planCuts(prompt.length, PIECE, [48]);
+    const plan = piecesPlan(prompt.length, PIECE, [48]);
     const p = place(input({regions: [idle(0), idle(1, held(seq(48)))], prompt, plan}));
     assert.deepEqual(p.source, {kind: "region", id: 1});
     assert.equal(p.reuse, 48);
@@ -183,7 +186,7 @@ describe("place: the source", () => {
 describe("place: the state the target held", () => {
   const other = (lastUsed: number) => held(seq(48, 3000 + lastUsed), lastUsed);
   const prompt = [...seq(48), ...seq(20, 9000)];
-  const plan = planCuts(prompt.length, PIECE, [48]);
+  const plan = piecesPlan(prompt.length, PIECE, [48]);
 
   test("a copy over a held target moves it aside to an empty idle region first", () => {
     const p = place(input({regions: [idle(0, other(10)), idle(1, held(seq(48), 20)), idle(2)], prompt, plan}));
@@ -229,7 +232,7 @@ describe("place: the state the target held", () => {
     const reply = seq(24, 500);
     // The assistant message is edited after its 10th token; then a new user message.
     const prompt2 = [...history, ...reply.slice(0, 10), ...seq(20, 7000)];
-    const p = place(input({regions: [idle(0, sealed(history, reply)), idle(1)], prompt: prompt2, plan: planCuts(prompt2.length, PIECE, [40, 60])}));
+    const p = place(input({regions: [idle(0, sealed(history, reply)), idle(1)], prompt: prompt2, plan: piecesPlan(prompt2.length, PIECE, [40, 60])}));
     assert.deepEqual(p.source, {kind: "region", id: 0});
     assert.equal(p.reuse, 48);
     assert.equal(p.dropped, true);
@@ -243,7 +246,7 @@ describe("place: the state the target held", () => {
     const history = seq(48);
     const reply = seq(24, 500);
     const prompt2 = [...history, ...seq(20, 7000)];
-    const p = place(input({regions: [idle(0, sealed(history, reply))], prompt: prompt2, plan: planCuts(prompt2.length, PIECE, [48])}));
+    const p = place(input({regions: [idle(0, sealed(history, reply))], prompt: prompt2, plan: piecesPlan(prompt2.length, PIECE, [48])}));
     assert.equal(p.reuse, 48);
     assert.equal(p.dropped, true);
     assert.deepEqual(p.overwritten, []);
@@ -345,7 +348,7 @@ describe("place: rewroteLastMessage", () => {
 
   test("continuing inside the sealed reply with edited text (continue_final_message) rewrites it", () => {
     const prompt = [...history, ...reply.slice(0, 20), ...seq(5, 7000)];
-    const p = place(input({regions: regions(), prompt, plan: planCuts(prompt.length, PIECE, [40])}));
+    const p = place(input({regions: regions(), prompt, plan: piecesPlan(prompt.length, PIECE, [40])}));
     assert.equal(p.reuse, 48);
     assert.equal(p.rewroteLastMessage, true);
     assert.equal(p.dropped, true);
@@ -355,14 +358,14 @@ describe("place: rewroteLastMessage", () => {
     const before = [...seq(30), ...seq(40, 9000)];
     assert.equal(place(input({regions: regions(), prompt: before})).rewroteLastMessage, false);
     const after = [...history, ...reply, ...seq(10, 9000)];
-    const p = place(input({regions: regions(), prompt: after, plan: planCuts(after.length, PIECE, [40, 80])}));
+    const p = place(input({regions: regions(), prompt: after, plan: piecesPlan(after.length, PIECE, [40, 80])}));
     assert.equal(p.reuse, 80);
     assert.equal(p.rewroteLastMessage, false);
   });
 
   test("a copied source counts its reply too", () => {
     const prompt = [...history, ...reply.slice(0, 20), ...seq(20, 7000)];
-    const p = place(input({regions: [idle(0), idle(1, sealed(history, reply))], prompt, plan: planCuts(prompt.length, PIECE, [40, 60])}));
+    const p = place(input({regions: [idle(0), idle(1, sealed(history, reply))], prompt, plan: piecesPlan(prompt.length, PIECE, [40, 60])}));
     assert.deepEqual(p.source, {kind: "region", id: 1});
     assert.equal(p.rewroteLastMessage, true);
     assert.deepEqual(p.miss, {reason: "diverged", at: 60});

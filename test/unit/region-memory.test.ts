@@ -4,7 +4,7 @@
 
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
-import {emptyMemory, exactLength, piecesFrom, planCuts, reusable} from "../../src/engine/kv/region-memory.ts";
+import {emptyMemory, exactLength, piecesFrom, planCuts, reusableByPieces} from "../../src/engine/kv/region-memory.ts";
 
 const seq = (n: number, from = 0) => Array.from({length: n}, (_, i) => from + i);
 
@@ -21,35 +21,35 @@ describe("planCuts", () => {
   });
 });
 
-describe("reusable", () => {
+describe("reusableByPieces (reuse matched by pieces)", () => {
   test("the largest shared cut within the common prefix", () => {
     const memory = {tokens: seq(200), cuts: planCuts(200, 64)};
     const prompt = [...seq(150), 9999];
-    assert.deepEqual(reusable(memory, prompt, planCuts(prompt.length, 64)), {length: 128, common: 150});
+    assert.deepEqual(reusableByPieces(memory, prompt, planCuts(prompt.length, 64)), {length: 128, common: 150});
     const short = [...seq(63), 9999];
-    assert.equal(reusable(memory, short, planCuts(short.length, 64)).length, 0, "less than a piece → nothing");
+    assert.equal(reusableByPieces(memory, short, planCuts(short.length, 64)).length, 0, "less than a piece → nothing");
   });
   test("a boundary both prompts mark is a resume point (the end of a shared system message)", () => {
     const system = 40;
     const a = [...seq(system), ...seq(30, 500)];
     const b = [...seq(system), ...seq(50, 900)];
     const memory = {tokens: a, cuts: planCuts(a.length, 64, [system])};
-    assert.equal(reusable(memory, b, planCuts(b.length, 64, [system])).length, 40);
-    assert.equal(reusable(memory, b, planCuts(b.length, 64)).length, 0, "without the boundary in the new plan the cut is not shared");
+    assert.equal(reusableByPieces(memory, b, planCuts(b.length, 64, [system])).length, 40);
+    assert.equal(reusableByPieces(memory, b, planCuts(b.length, 64)).length, 0, "without the boundary in the new plan the cut is not shared");
   });
   test("a cut the region has but the prompt's plan lacks stops the reuse there", () => {
     const memory = {tokens: seq(300), cuts: [20, 64, 128, 192, 256, 300]};
-    assert.equal(reusable(memory, seq(400), planCuts(400, 64)).length, 0, "the region's first piece was cut at 20, the prompt's is not");
-    assert.equal(reusable(memory, seq(400), planCuts(400, 64, [20])).length, 256, "300 is not a cut of the prompt's plan");
-    assert.equal(reusable(memory, seq(400), planCuts(400, 64, [20, 300])).length, 300);
+    assert.equal(reusableByPieces(memory, seq(400), planCuts(400, 64)).length, 0, "the region's first piece was cut at 20, the prompt's is not");
+    assert.equal(reusableByPieces(memory, seq(400), planCuts(400, 64, [20])).length, 256, "300 is not a cut of the prompt's plan");
+    assert.equal(reusableByPieces(memory, seq(400), planCuts(400, 64, [20, 300])).length, 300);
   });
   test("never past the exact part, and at least one token is left", () => {
-    assert.equal(reusable({tokens: seq(200), cuts: [64, 128]}, seq(300), planCuts(300, 64)).length, 128);
-    assert.equal(reusable({tokens: seq(128), cuts: [64, 128]}, seq(128), planCuts(128, 64)).length, 64, "an identical prompt re-evaluates its last piece");
-    assert.equal(reusable({tokens: seq(128), cuts: [64, 128]}, seq(129), planCuts(129, 64)).length, 128);
+    assert.equal(reusableByPieces({tokens: seq(200), cuts: [64, 128]}, seq(300), planCuts(300, 64)).length, 128);
+    assert.equal(reusableByPieces({tokens: seq(128), cuts: [64, 128]}, seq(128), planCuts(128, 64)).length, 64, "an identical prompt re-evaluates its last piece");
+    assert.equal(reusableByPieces({tokens: seq(128), cuts: [64, 128]}, seq(129), planCuts(129, 64)).length, 128);
   });
   test("an empty memory reuses nothing", () => {
-    assert.deepEqual(reusable(emptyMemory(), seq(500), planCuts(500, 64)), {length: 0, common: 0});
+    assert.deepEqual(reusableByPieces(emptyMemory(), seq(500), planCuts(500, 64)), {length: 0, common: 0});
     assert.equal(exactLength(emptyMemory()), 0);
   });
   test("a sealed reply: the next turn reuses prompt and reply when it marks the reply's end", () => {
@@ -59,6 +59,6 @@ describe("reusable", () => {
     const memory = {tokens: [...prompt1, ...reply], cuts};
     const turn2 = [...prompt1, ...reply, 5, 6, 7, 8];
     const plan2 = planCuts(turn2.length, 64, [30, 100, 137]);
-    assert.equal(reusable(memory, turn2, plan2).length, 137);
+    assert.equal(reusableByPieces(memory, turn2, plan2).length, 137);
   });
 });

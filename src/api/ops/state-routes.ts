@@ -63,7 +63,11 @@ export function registerStateRoutes(app: FastifyInstance, deps: ServerDeps): voi
         "GET /cache", "GET /metrics", "POST /tokenize", "POST /detokenize", "GET /svc/handles", "DELETE /svc/handles/{name}"],
       prompt_cache: {
         enabled: config.promptCache,
-        resume_points: "pieces end at multiples of prompt_piece and where each message's text starts and ends (the end of the system message included); replies are re-evaluated in pieces after they finish, so the next turn resumes after them",
+        reuse_match: engine.info.reuseMatch.match,
+        reuse_match_reason: engine.info.reuseMatch.reason,
+        resume_points: engine.info.reuseMatch.match === "rows"
+          ? "anywhere in a shared prefix (a tiled prompt run re-evaluates at least 64 rows); a reply is reusable as decoded, so the next turn resumes after it at once"
+          : "pieces end at multiples of prompt_piece and where each message's text starts and ends (the end of the system message included); replies are re-evaluated in pieces once the engine is idle, so the next turn resumes after them",
         greedy_output: "byte-identical with or without the cache, alone or batched",
         disk_tier: config.cacheDir ? {dir: config.cacheDir, budget_mb: config.cacheDiskMb} : null,
         sessions: config.fork ? {max_handles: config.forkHandles, ttl_s: config.forkTtl, persistent: config.cacheDir !== undefined} : null,

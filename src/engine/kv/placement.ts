@@ -13,7 +13,7 @@
 // - Why it reused less than it could have is reported as a miss reason.
 
 import type {MissReason} from "./cache-report.ts";
-import {exactLength, reusable, type RegionMemory} from "./region-memory.ts";
+import {exactLength, reusable, type CutPlan, type RegionMemory} from "./region-memory.ts";
 
 export interface RegionView {
   id: number;
@@ -57,7 +57,7 @@ export interface PlaceInput<T> {
   /** The region the request will run on (the lowest idle id, or the one a waiter was granted). */
   target: number;
   prompt: readonly number[];
-  plan: readonly number[];
+  plan: CutPlan;
   states: readonly StateCandidate<T>[];
   /** Recently overwritten states that are gone (for the "evicted" reason). */
   evicted: readonly {tokens: readonly number[]; cuts: readonly number[]}[];
@@ -155,7 +155,7 @@ export function place<T>(input: PlaceInput<T>): Placement<T> {
  * busy run, the lowest free one.
  */
 export function pickTarget(free: readonly number[], busy: readonly number[], memories: readonly RegionMemory[], prompt: readonly number[],
-  plan: readonly number[], cacheOn: boolean): number {
+  plan: CutPlan, cacheOn: boolean): number {
   const sorted = [...free].sort((a, b) => a - b);
   let allowed = sorted;
   if (busy.length > 0) {

@@ -17,6 +17,8 @@
 // row of a piece under 64 rows give identical KV bytes; pieces of 64 rows take a tiled flash-attention path
 // that rounds differently. So sealing stays: 64-row pieces prefill long prompts about 1.45x faster.)
 
+import {reusableByRows} from "./row-classes.ts";
+
 export interface RegionMemory {
   /** Tokens whose KV the region holds, in order (the exact part and possibly an unsealed tail). */
   tokens: number[];
@@ -73,11 +75,27 @@ export interface Reuse {
 }
 
 /**
+ * A prompt's cold evaluation plan and the rule reused KV must meet to stand in for it: "pieces" (the cuts
+ * above, replies sealed) or "rows" (the same row class per position: row-classes.ts, chosen at load when the
+ * engine's probe shows it holds).
+ */
+export interface CutPlan {
+  /** Ascending piece ends; the last one is the prompt's length. */
+  cuts: readonly number[];
+  match: "pieces" | "rows";
+}
+
+/** How much of a prompt a memory can serve under the plan's rule. */
+export function reusable(memory: {tokens: readonly number[]; cuts: readonly number[]}, prompt: readonly number[], plan: CutPlan): Reuse {
+  return plan.match === "rows" ? reusableByRows(memory, prompt, plan.cuts) : reusableByPieces(memory, prompt, plan.cuts);
+}
+
+/**
  * How much of a prompt (with its cut plan) the memory can serve: the largest cut that both plans share,
  * with all earlier cuts shared and the tokens equal up to it, leaving at least one prompt token to
  * evaluate (the model needs it to produce logits).
  */
-export function reusable(memory: {tokens: readonly number[]; cuts: readonly number[]}, prompt: readonly number[], plan: readonly number[]): Reuse {
+export function reusableByPieces(memory: {tokens: readonly number[]; cuts: readonly number[]}, prompt: readonly number[], plan: readonly number[]): Reuse {
   const common = commonPrefix(memory.tokens, prompt);
   let length = 0;
   const cuts = memory.cuts;

@@ -14,6 +14,9 @@ import {chooseBatch, newBatchPolicyState, type BatchPolicyState} from "./batch-s
 import {acceptGrammarToken, PINNED_NODE_LLAMA_CPP, queuedDecodes, sequenceIdOf, setNextBatchThreads} from "./internals.ts";
 import {llamaBuildOptions, type EngineBuild} from "./engine-build.ts";
 import {measureDecodeThreads, STEP_TOKENS, threadsForBatch} from "./decode-threads.ts";
+import {probeExactness, PROBE_TOKENS} from "./exactness-probe.ts";
+import type {CutPlan} from "../kv/region-memory.ts";
+import {TILED_ROWS, type Span} from "../kv/row-classes.ts";
 import {classifyTokens, GrammarConstraint, GrammarStore, type TokenClasses} from "./grammar-constraint.ts";
 import {runOnRegion, type GrammarBinder} from "./region-decode.ts";
 import {LONG_PREFILL_TOKENS, RegionPool} from "./region-pool.ts";
@@ -38,6 +41,8 @@ export interface LlamaEngineOptions {
   engineBuild?: EngineBuild;
   /** Prompt-lookup speculation for eligible greedy runs (SVC_SPECULATION); see prompt-lookup.ts. */
   speculation: SpeculationMode;
+  /** How reused KV is matched (SVC_EXACT_REUSE): "auto" probes at load for the row-class rule; "pieces" never uses it. Default "auto". */
+  exactReuse?: "auto" | "pieces";
   logger: Logger;
   /** A Llama the caller owns (a side model's engine runs on the main engine's): used instead of getLlama, never disposed here. */
   llama?: Llama;
@@ -74,6 +79,7 @@ export class LlamaEngine implements Engine {
     /** What close() disposes: only what load() created itself. */
     private readonly owns: {llama: boolean; model: boolean},
     speculation: SpeculationInfo,
+    reuseMatch: EngineInfo["reuseMatch"],
   ) {
     this.drafts = speculation.active
       ? {mode: speculation.mode as DraftPolicy["mode"], stepCost: speculation.stepCost ?? 1, record: new LookupRecord(),
@@ -109,6 +115,7 @@ export class LlamaEngine implements Engine {
       decodeThreads: threads.decode,
       flashAttention: opts.flashAttention,
       speculation,
+      reuseMatch,
       vocabSize: this.vocabTexts.length,
       bosToken: model.tokens.bos,
       eosToken: model.tokens.eos,
@@ -118,7 +125,7 @@ export class LlamaEngine implements Engine {
       eosText: model.tokens.eosString ?? "",
       chatTemplate: (meta.tokenizer as {chat_template?: string}).chat_template ?? null,
     };
-    this.pool = new RegionPool(sequences, this.queue, {piece: opts.promptPiece, cacheOn: opts.promptCache, positionsPerRegion: context.contextSize,
+    this.pool = new RegionPool(sequences, this.queue, {piece: opts.promptPiece, match: reuseMatch.match, cacheOn: opts.promptCache, positionsPerRegion: context.contextSize,
       bytesPerPosition: Math.round(context.stateSize / Math.max(1, sequences.length * context.contextSize)), disk: this.disk, logger: opts.logger});
   }
 
@@ -145,7 +152,8 @@ export class LlamaEngine implements Engine {
     const context = await model.createContext({
       sequences: opts.regions,
       contextSize,
-      batchSize: Math.max(opts.promptPiece, opts.regions),
+      // Room for the longest piece a plan makes (planByRows: up to piece + TILED_ROWS - 1 rows) and the probe's.
+      batchSize: Math.max(opts.promptPiece + TILED_ROWS - 1, 2 * TILED_ROWS, opts.regions),
       threads: {ideal: threads, min: 1},
       // Pinned, not "auto": state files and exact greedy output depend on it (see state-identity.ts).
       flashAttention: opts.flashAttention,
@@ -178,8 +186,9 @@ export class LlamaEngine implements Engine {
       opts.logger.info("decode threads", {chosen: choice.decode, step_ms: Object.entries(choice.measuredMs).map(([n, ms]) => `${n}:${ms.toFixed(2)}`).join(",")});
     }
     const speculation = await speculationAtLoad(opts, model, sequences[0]!);
+    const reuseMatch = await reuseMatchAtLoad(opts, model, sequences[0]!);
     return new LlamaEngine(llama, model, context, sequences, policy, opts, {prompt: threads, decode: decodeThreads},
-      {llama: opts.llama === undefined, model: opts.model === undefined}, speculation);
+      {llama: opts.llama === undefined, model: opts.model === undefined}, speculation, reuseMatch);
   }
 
   tokenize(text: string, opts: {special: boolean}): number[] {
@@ -203,11 +212,11 @@ export class LlamaEngine implements Engine {
     return Number.isInteger(token) && token >= 0 && token < this.vocabTexts.length;
   }
 
-  planCuts(length: number, boundaries: readonly number[]): number[] {
-    return this.pool.planCuts(length, boundaries);
+  planCuts(length: number, marks: {boundaries: readonly number[]; replySpans: readonly Span[]}): CutPlan {
+    return this.pool.planCuts(length, marks);
   }
 
-  async acquire(opts: {signal: AbortSignal; timeoutMs: number; prompt: readonly number[]; plan: readonly number[]; resume?: ResumeState | null}): Promise<RegionLease> {
+  async acquire(opts: {signal: AbortSignal; timeoutMs: number; prompt: readonly number[]; plan: CutPlan; resume?: ResumeState | null}): Promise<RegionLease> {
     const waitStart = performance.now();
     let id: number;
     try {
@@ -339,6 +348,18 @@ function speculates(job: DecodeJob): boolean {
 
 /** Text whose tokens fill the region while the step cost is measured (any ordinary text does). */
 const STEP_COST_TEXT = "The quick brown fox jumps over the lazy dog while the river keeps running to the sea, and the mill turns all day long.";
+
+/** SVC_EXACT_REUSE: `pieces` as asked; `auto` probes (exactness-probe.ts) and matches by row class when it may. */
+async function reuseMatchAtLoad(opts: LlamaEngineOptions, model: LlamaModel, region0: LlamaContextSequence): Promise<EngineInfo["reuseMatch"]> {
+  if ((opts.exactReuse ?? "auto") === "pieces") return {match: "pieces", reason: "SVC_EXACT_REUSE=pieces"};
+  // Probed with the cache off too: the match decides how every prompt is cut, and greedy output must not
+  // depend on SVC_PROMPT_CACHE.
+  const text = model.tokenize(STEP_COST_TEXT) as number[];
+  const tokens = Array.from({length: PROBE_TOKENS}, (_, i) => text[i % text.length]!);
+  const probe = await probeExactness(region0, tokens);
+  opts.logger.info("exact reuse", {match: probe.match, probe_ms: Math.round(probe.ms), ...(probe.reason ? {reason: probe.reason} : {})});
+  return {match: probe.match, reason: probe.reason ?? `probed at load (${Math.round(probe.ms)} ms): a row's KV depends only on whether its piece was tiled`};
+}
 
 async function speculationAtLoad(opts: LlamaEngineOptions, model: LlamaModel, region0: LlamaContextSequence): Promise<SpeculationInfo> {
   if (opts.speculation === "off") return {mode: "off", active: false, stepCost: null, reason: "SVC_SPECULATION=off"};

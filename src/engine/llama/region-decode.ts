@@ -93,7 +93,7 @@ export async function* runOnRegion(seq: LlamaContextSequence, job: DecodeJob, st
   if (seq.nextTokenIndex !== reuse) throw new Error(`region holds ${seq.nextTokenIndex} tokens but was prepared for ${reuse}`);
   stats.cachedTokens = reuse;
 
-  const pieces = piecesFrom(job.plan, reuse);
+  const pieces = piecesFrom(job.plan.cuts, reuse);
   const last = pieces.pop()!;
   const long = prompt.length - reuse >= hooks.longPrefillTokens;
   if (long) hooks.longPrefill(true);

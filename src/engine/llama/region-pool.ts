@@ -12,6 +12,9 @@
 // bench:vs-llama-server: 0.34 s of a 1-stream TTFT, 3 s of a 4-concurrent one), mostly for replies nobody
 // continued; a follow-up that does continue an unsealed reply evaluates it as part of its own prompt, the same
 // work the seal would have done, and a human's next turn (seconds later) finds it sealed.
+// All of that applies only when reuse is matched by pieces. When the engine's probe showed that reuse may be
+// matched by row class (kv/row-classes.ts), a reply is exact as decoded: it is recorded at release (kept ones
+// saved at once) and nothing is sealed.
 
 import type {LlamaContextSequence} from "node-llama-cpp";
 import type {Logger} from "../../observability/log.ts";
@@ -21,10 +24,11 @@ import {CacheStats} from "../kv/cache-stats.ts";
 import type {DiskStore, DiskEntry} from "../kv/disk-store.ts";
 import {Serial} from "../../core/serial.ts";
 import {pickTarget, place, type Placement, type StateCandidate} from "../kv/placement.ts";
-import {commonPrefix, emptyMemory, exactLength, planCuts, reusable, type RegionMemory} from "../kv/region-memory.ts";
+import {commonPrefix, emptyMemory, exactLength, planCuts, reusable, type CutPlan, type RegionMemory} from "../kv/region-memory.ts";
+import {planByRows, resumeAt, type Span} from "../kv/row-classes.ts";
 import type {RegionQueue} from "../region-queue.ts";
 import {copySequenceState} from "./internals.ts";
-import {evaluateReply, sealLeft, type PendingSeal, type Seal} from "./reply-seal.ts";
+import {evaluateReply, recordDecodedReply, sealLeft, type PendingSeal, type Seal} from "./reply-seal.ts";
 
 /** A stored state must serve this many more tokens than memory to be worth reading. */
 const STATE_MARGIN = 16;
@@ -51,6 +55,8 @@ type StateRef = {kind: "disk"; entry: DiskEntry} | {kind: "handle"; resume: Resu
 
 export interface PoolOptions {
   piece: number;
+  /** How reused KV is matched to a cold evaluation (the engine's load-time probe decides; see kv/region-memory.ts). */
+  match: CutPlan["match"];
   cacheOn: boolean;
   positionsPerRegion: number;
   bytesPerPosition: number;
@@ -74,8 +80,10 @@ export class RegionPool {
     this.stats = new CacheStats(opts.cacheOn, {regions: sequences.length, positionsPerRegion: opts.positionsPerRegion});
   }
 
-  planCuts(length: number, boundaries: readonly number[]): number[] {
-    return planCuts(length, this.opts.piece, boundaries);
+  planCuts(length: number, marks: {boundaries: readonly number[]; replySpans: readonly Span[]}): CutPlan {
+    return this.opts.match === "rows"
+      ? {cuts: planByRows(length, marks, this.opts.piece), match: "rows"}
+      : {cuts: planCuts(length, this.opts.piece, marks.boundaries), match: "pieces"};
   }
 
   /** Prepares the granted region for the prompt and says how the request starts. */
@@ -88,7 +96,7 @@ export class RegionPool {
    * pending, every run holds its next piece or step back (beforeDecode()): the batch in flight then leaves
    * the queue empty, the loop lets go of the lock, the preparation runs, and the runs go on.
    */
-  async prepare(target: number, prompt: readonly number[], plan: readonly number[], resume: ResumeState | null): Promise<StartInfo> {
+  async prepare(target: number, prompt: readonly number[], plan: CutPlan, resume: ResumeState | null): Promise<StartInfo> {
     this.preparing++;
     try {
       return await this.prep.run(() => this.prepareLocked(target, prompt, plan, resume));
@@ -103,7 +111,7 @@ export class RegionPool {
     return new Promise((resolve) => this.heldPieces.push(resolve));
   }
 
-  private async prepareLocked(targetId: number, prompt: readonly number[], plan: readonly number[], resume: ResumeState | null): Promise<StartInfo> {
+  private async prepareLocked(targetId: number, prompt: readonly number[], plan: CutPlan, resume: ResumeState | null): Promise<StartInfo> {
     const sealing = await this.settleSeals(prompt, targetId);
     const states: StateCandidate<StateRef>[] = [];
     if (this.opts.cacheOn) {
@@ -146,7 +154,7 @@ export class RegionPool {
       }
     }
     if (source === "none" || source === "memory" || source === "disk" || source === "handle") await this.truncate(target, reuse);
-    target.memory = {tokens: prompt.slice(0, reuse), cuts: target.memory.cuts.filter((c) => c <= reuse), lastUsed: performance.now(), replyStart: 0};
+    target.memory = {tokens: prompt.slice(0, reuse), cuts: resumeAt(target.memory.cuts, reuse), lastUsed: performance.now(), replyStart: 0};
     if (source === "disk" && p.source.kind === "state" && p.source.state.ref.kind === "disk") {
       // The conversation now lives in memory and will be written again, longer, when it is evicted.
       const entry = p.source.state.ref.entry;
@@ -169,7 +177,7 @@ export class RegionPool {
    * The region a new request runs on, among the free ones: the one sealing a reply this prompt continues,
    * else pickTarget's choice among regions not sealing (a seal in progress is left to finish when it can).
    */
-  chooseTarget(free: readonly number[], prompt: readonly number[], plan: readonly number[]): number {
+  chooseTarget(free: readonly number[], prompt: readonly number[], plan: CutPlan): number {
     const continued = free.find((i) => this.continuesSeal(i, prompt));
     if (continued !== undefined) return continued;
     const busy = this.regions.map((r) => r.id).filter((i) => this.queue.isBusy(i));
@@ -216,6 +224,7 @@ export class RegionPool {
    */
   seal(id: number, promptLength: number, generated: readonly number[], opts: ReleaseOptions, release: () => void): Promise<void> {
     const r = this.regions[id]!;
+    if (this.opts.match === "rows") return this.recordReply(r, promptLength, opts.keep, release);
     if (opts.keep === undefined) {
       release();
       if (this.opts.cacheOn && generated.length > 0 && exactLength(r.memory) === promptLength) {
@@ -225,6 +234,24 @@ export class RegionPool {
       return Promise.resolve();
     }
     return this.startSeal(r, promptLength, generated, opts, release);
+  }
+
+  /**
+   * Reuse matched by row class: the decoded reply is exact as it stands; recorded (and handed to `keep` at
+   * once) before the region is released. Also after a cancelled run: what it decoded is as exact.
+   */
+  recordReply(r: Region, promptLength: number, keep: KeepHook | undefined, release: () => void): Promise<void> {
+    const work = (async () => {
+      if (!this.opts.cacheOn || exactLength(r.memory) !== promptLength) return;
+      await recordDecodedReply(r, promptLength);
+      if (keep) await keep({tokens: [...r.memory.tokens], cuts: [...r.memory.cuts], replyStart: r.memory.replyStart},
+        (path) => r.seq.saveStateToFile(path).then(() => undefined));
+    })().catch(async (err: Error) => {
+      this.opts.logger.warn("recording a reply failed; the region starts over", {region: r.id, error: err.message});
+      await this.truncate(r, 0).catch(() => undefined);
+      r.memory = emptyMemory();
+    });
+    return work.finally(release);
   }
 
   /** Whether nothing runs or waits: only then may an unsealed reply take the cores. */
@@ -320,7 +347,7 @@ export class RegionPool {
 
   private async copy(from: Region, to: Region, upTo: number): Promise<void> {
     await copySequenceState(to.seq, from.seq, upTo);
-    to.memory = {tokens: from.memory.tokens.slice(0, upTo), cuts: from.memory.cuts.filter((c) => c <= upTo),
+    to.memory = {tokens: from.memory.tokens.slice(0, upTo), cuts: resumeAt(from.memory.cuts, upTo),
       lastUsed: from.memory.lastUsed, replyStart: from.memory.replyStart < upTo ? from.memory.replyStart : 0};
   }
 

@@ -1,9 +1,10 @@
 // Sealing a finished reply: its tokens were decoded one at a time, so they are evaluated again in prompt
 // pieces (cut by the same plan a cold prompt would use) before a later prompt may reuse them exactly
-// (see kv/region-memory.ts). When seals run is the region pool's business (region-pool.ts).
+// (see kv/region-memory.ts). When seals run is the region pool's business (region-pool.ts). Where reuse is
+// matched by row class instead (kv/row-classes.ts), a reply is only recorded as decoded (recordDecodedReply).
 
 import type {LlamaContextSequence, Token} from "node-llama-cpp";
-import {planCuts, type RegionMemory} from "../kv/region-memory.ts";
+import {commonPrefix, planCuts, type RegionMemory} from "../kv/region-memory.ts";
 
 export interface Seal {
   done: Promise<void>;
@@ -53,4 +54,19 @@ export async function evaluateReply(r: {seq: LlamaContextSequence; memory: Regio
     progress(c - promptLength);
   }
   r.memory.replyStart = reply.replyStart;
+}
+
+/**
+ * Reuse matched by row class (kv/row-classes.ts): a decoded reply needs no seal. Records the tokens the
+ * sequence really holds (the last sampled token was never evaluated; anything the library left past what
+ * was emitted is erased) as one-row pieces, which is how they were computed.
+ */
+export async function recordDecodedReply(r: {seq: LlamaContextSequence; memory: RegionMemory}, promptLength: number): Promise<void> {
+  const held = r.seq.contextTokens;
+  const exact = commonPrefix(r.memory.tokens, held);
+  if (exact < promptLength) throw new Error(`the region holds ${exact} of the prompt's ${promptLength} tokens`);
+  if (held.length > exact) await r.seq.eraseContextTokenRanges([{start: exact, end: held.length}]);
+  r.memory.tokens = r.memory.tokens.slice(0, exact);
+  for (let c = promptLength + 1; c <= exact; c++) r.memory.cuts.push(c);
+  r.memory.replyStart = promptLength;
 }

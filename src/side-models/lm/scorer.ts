@@ -9,7 +9,7 @@
 
 import {InsufficientMemoryError, type LlamaContext, type LlamaContextSequence, type LlamaModel, type Token} from "node-llama-cpp";
 import {EngineMemoryError} from "../../engine/errors.ts";
-import {emptyMemory, piecesFrom, planCuts, reusable, type RegionMemory} from "../../engine/kv/region-memory.ts";
+import {emptyMemory, piecesFrom, planCuts, reusableByPieces, type RegionMemory} from "../../engine/kv/region-memory.ts";
 import {neverShift} from "../../engine/llama/context-overflow.ts";
 import type {SideModelContext} from "../side-models.ts";
 
@@ -85,7 +85,7 @@ export class LmScorer {
     if (prompt.length >= this.context.contextSize) throw new Error(`LmScorer: prompt of ${prompt.length} tokens does not fit ${this.context.contextSize}`);
     const started = performance.now();
     const plan = planCuts(prompt.length, PIECE, opts.boundaries ?? []);
-    const keep = opts.reuse ? reusable(this.memory, prompt, plan).length : 0;
+    const keep = opts.reuse ? reusableByPieces(this.memory, prompt, plan).length : 0;
     if (this.seq.nextTokenIndex > keep) await this.seq.eraseContextTokenRanges([{start: keep, end: this.seq.nextTokenIndex}]);
     this.memory = {tokens: prompt.slice(0, keep) as number[], cuts: plan.filter((c) => c <= keep), lastUsed: performance.now(), replyStart: 0};
     const pieces = piecesFrom(plan, keep);

@@ -10,6 +10,7 @@
 
 import {EngineBusyError} from "../../engine/errors.ts";
 import type {DecodeEnd, DecodeItem, DecodeJob, DecodeRun, Engine, RegionLease} from "../../engine/engine.ts";
+import type {CutPlan} from "../../engine/kv/region-memory.ts";
 import type {SideExecutor} from "../executor.ts";
 
 export class ExecutorGatedEngine implements Engine {
@@ -39,8 +40,8 @@ export class ExecutorGatedEngine implements Engine {
     return this.inner.isValidToken(token);
   }
 
-  planCuts(length: number, boundaries: readonly number[]): number[] {
-    return this.inner.planCuts(length, boundaries);
+  planCuts(length: number, marks: Parameters<Engine["planCuts"]>[1]): CutPlan {
+    return this.inner.planCuts(length, marks);
   }
 
   async acquire(opts: Parameters<Engine["acquire"]>[0]): Promise<RegionLease> {

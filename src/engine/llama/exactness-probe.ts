@@ -1,0 +1,69 @@
+// Whether reuse may be matched by row class (kv/row-classes.ts) on this model, engine build and thread
+// count, measured at load rather than assumed: the rule rests on kernel behaviour (which attention path a
+// piece takes, whether a matrix product's rows are computed on their own) that other quantisations or builds
+// may not share. Repacked Q4_0 weights, for instance, multiply rows in groups of four, so there a row's
+// numbers depend on its neighbours and only matching piece cuts is exact.
+//
+// The probe evaluates the same tokens twice in one sequence, in two layouts that the rule says are
+// equivalent and a piece-cut rule says are not (tiled pieces composed differently; one-token steps against a
+// short piece), and compares the sequence's saved KV state byte for byte.
+
+import {mkdtemp, readFile, rm} from "node:fs/promises";
+import {tmpdir} from "node:os";
+import {join} from "node:path";
+import type {LlamaContextSequence, Token} from "node-llama-cpp";
+import {TILED_ROWS} from "../kv/row-classes.ts";
+
+export interface ExactnessProbe {
+  /** "rows" when the two layouts gave the same state bytes. */
+  match: "rows" | "pieces";
+  ms: number;
+  /** Why "pieces", or null. */
+  reason: string | null;
+}
+
+/**
+ * Each layout: piece sizes in order. A tiled run of two pieces against one; then a run as one-token steps and
+ * small pieces against the same rows in one piece of TILED_ROWS - 1 (so a tiling threshold other than
+ * TILED_ROWS, either way, shows as a difference too).
+ */
+const LAYOUTS: readonly (readonly number[])[] = [
+  [TILED_ROWS, TILED_ROWS, 1, 1, 1, 1, 3, TILED_ROWS - 5],
+  [2 * TILED_ROWS, 3, TILED_ROWS - 1],
+];
+
+/** Tokens the probe evaluates (each layout covers them all). */
+export const PROBE_TOKENS = 3 * TILED_ROWS + 2;
+
+/**
+ * Runs the probe in `seq` (emptied before and after). `tokens` must hold at least PROBE_TOKENS tokens; the
+ * context's batch must take 2 * TILED_ROWS rows at once. One-token pieces go through the engine's batching as
+ * decode steps do.
+ */
+export async function probeExactness(seq: LlamaContextSequence, tokens: readonly number[]): Promise<ExactnessProbe> {
+  const started = performance.now();
+  if (tokens.length < PROBE_TOKENS) throw new Error(`the exactness probe needs ${PROBE_TOKENS} tokens, got ${tokens.length}`);
+  const dir = await mkdtemp(join(tmpdir(), "svc-probe-"));
+  const states: Buffer[] = [];
+  try {
+    for (const [i, layout] of LAYOUTS.entries()) {
+      await seq.clearHistory();
+      let at = 0;
+      for (const size of layout) {
+        await seq.evaluateWithoutGeneratingNewTokens(tokens.slice(at, at + size) as Token[]);
+        at += size;
+      }
+      const path = join(dir, `layout-${i}.bin`);
+      await seq.saveStateToFile(path);
+      states.push(await readFile(path));
+    }
+  } finally {
+    await seq.clearHistory();
+    await rm(dir, {recursive: true, force: true});
+  }
+  const ms = performance.now() - started;
+  const [a, b] = states as [Buffer, Buffer];
+  if (a.equals(b)) return {match: "rows", ms, reason: null};
+  return {match: "pieces", ms, reason: a.length !== b.length ? "the two layouts saved states of different sizes"
+    : "a row's KV depended on how its piece was composed (kernels that work on groups of rows)"};
+}
