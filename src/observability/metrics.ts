@@ -116,7 +116,7 @@ const DEFS: readonly MetricDef[] = [
     (r) => r.cache.disk.rejected),
   // Where requests' time goes (issue 16): the phases of EnginePhases, and the seals after replies.
   counter("svc:phase_queue_seconds_total", "Seconds requests waited in the queue for a region, summed.", (r) => r.stats.phaseSeconds.queue),
-  counter("svc:phase_prepare_seconds_total", "Seconds spent preparing regions (copies, state loads, waits for a seal), summed.",
+  counter("svc:phase_prepare_seconds_total", "Seconds spent preparing regions (copies, state loads, waits for a seal or a shared prefix), summed.",
     (r) => r.stats.phaseSeconds.prepare),
   counter("svc:phase_batch_wait_seconds_total", "Seconds decode steps waited for their batch to be dispatched, summed.",
     (r) => r.stats.phaseSeconds.batchWait),
@@ -126,6 +126,9 @@ const DEFS: readonly MetricDef[] = [
     (r) => r.stats.phaseSeconds.outside),
   counter("svc:seals_total", "Finished replies re-evaluated so the next turn reuses them exactly.", (r) => r.cache.pool.seals),
   counter("svc:seal_seconds_total", "Seconds those seals took, summed.", (r) => r.cache.pool.seal_s),
+  counter("svc:prefix_waits_total", "Requests that waited for another region to evaluate a prefix they share, then copied it.",
+    (r) => r.cache.pool.prefix_waits),
+  counter("svc:prefix_wait_seconds_total", "Seconds those requests waited, summed.", (r) => r.cache.pool.prefix_wait_s),
 ];
 
 /** Every metric name /metrics exports, in order. */

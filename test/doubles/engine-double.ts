@@ -218,7 +218,7 @@ export class EngineDouble implements Engine {
       pool: {positions, used, usage_ratio: ratio(used, positions), busy_regions: st.filter((r) => r.state === "busy").length, held_regions: held,
         room_clamped: 0, moved: 0, dropped: c.dropped, waiting_for_room: this.queue.queued, waiting_s: Math.round(c.waitingS * 1000) / 1000, relocated: c.relocated,
         // A seal takes no time here: nothing is evaluated.
-        cold_resorts: c.coldResorts, seals: c.seals, seal_s: 0, sealing: 0, unsealed: 0},
+        cold_resorts: c.coldResorts, seals: c.seals, seal_s: 0, sealing: 0, unsealed: 0, reuse_match: "pieces", prefix_waits: 0, prefix_wait_s: 0},
       disk: {enabled: false, dir: null, bytes: 0, budget_bytes: 0, entries: 0, hits: 0, writes: 0, rejected: 0, cut_back: 0,
         disabled_reason: "the engine double has no disk tier"},
       taken_at: c.takenAt,

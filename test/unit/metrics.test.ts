@@ -34,7 +34,8 @@ const SPEC_NAMES = [
 ];
 const OUR_NAMES = ["svc:cache_misses_by_reason_total", "svc:cache_disk_rejected_total", "svc:phase_queue_seconds_total",
   "svc:phase_prepare_seconds_total", "svc:phase_batch_wait_seconds_total", "svc:phase_decode_engine_seconds_total",
-  "svc:phase_decode_outside_seconds_total", "svc:seals_total", "svc:seal_seconds_total"];
+  "svc:phase_decode_outside_seconds_total", "svc:seals_total", "svc:seal_seconds_total",
+  "svc:prefix_waits_total", "svc:prefix_wait_seconds_total"];
 
 function timings(over: Partial<Timings>): Timings {
   return {prompt_n: 0, prompt_ms: 0, prompt_per_second: 0, predicted_n: 0, predicted_ms: 0, predicted_per_second: 0,
@@ -47,7 +48,7 @@ function report(): CacheReport {
     miss_reasons: {cold: 4, cache_off: 0, region_busy: 2, evicted: 0, diverged: 3},
     entries: 5, bytes: 123456789, evicted: 8, last_message_rewrites: 6, tokens_saved: 5100,
     pool: {positions: 32768, used: 12000, usage_ratio: 0.3662, busy_regions: 2, held_regions: 3, room_clamped: 1, moved: 2,
-      dropped: 3, waiting_for_room: 9, waiting_s: 12.5, relocated: 1, cold_resorts: 2, seals: 14, seal_s: 3.25, sealing: 1, unsealed: 2},
+      dropped: 3, waiting_for_room: 9, waiting_s: 12.5, relocated: 1, cold_resorts: 2, seals: 14, seal_s: 3.25, sealing: 1, unsealed: 2, reuse_match: "rows", prefix_waits: 4, prefix_wait_s: 1.5},
     disk: {enabled: true, dir: "/tmp/x", bytes: 777000, budget_bytes: 1_000_000_000, entries: 4, hits: 13, writes: 20, rejected: 17,
       cut_back: 19, disabled_reason: null},
     taken_at: Date.now() - 2000,
@@ -143,7 +144,7 @@ describe("metrics", () => {
       // Phases summed over the two requests that had them; outside = predicted_ms - engineMs per request.
       "svc:phase_queue_seconds_total": 1.25, "svc:phase_prepare_seconds_total": 0.125, "svc:phase_batch_wait_seconds_total": 0.75,
       "svc:phase_decode_engine_seconds_total": 2.25, "svc:phase_decode_outside_seconds_total": 0.75,
-      "svc:seals_total": 14, "svc:seal_seconds_total": 3.25,
+      "svc:seals_total": 14, "svc:seal_seconds_total": 3.25, "svc:prefix_waits_total": 4, "svc:prefix_wait_seconds_total": 1.5,
     };
     for (const [name, v] of Object.entries(expected)) assert.equal(value(samples, name), v, name);
     const busy = value(samples, "svc:busy_for_seconds");

@@ -45,6 +45,11 @@ export interface PoolReport {
   sealing: number;
   /** Finished replies waiting for the engine to be idle to be sealed (until then a follow-up re-evaluates them). */
   unsealed: number;
+  /** How reused KV is matched: "rows" (replies reusable as decoded, never sealed) or "pieces" (see kv/region-memory.ts). */
+  reuse_match: "rows" | "pieces";
+  /** Requests that waited for another region to evaluate a prefix they share, then copied it, and the seconds they waited. */
+  prefix_waits: number;
+  prefix_wait_s: number;
 }
 
 export interface DiskReport {

@@ -19,6 +19,9 @@ export interface PoolOccupancy {
   /** Regions re-evaluating a reply now, and replies waiting for an idle moment to be sealed. */
   sealing: number;
   unsealed: number;
+  reuseMatch: "rows" | "pieces";
+  prefixWaits: number;
+  prefixWaitS: number;
 }
 
 export class CacheStats {
@@ -99,6 +102,9 @@ export class CacheStats {
         seal_s: Math.round(this.sealS * 1000) / 1000,
         sealing: occ.sealing,
         unsealed: occ.unsealed,
+        reuse_match: occ.reuseMatch,
+        prefix_waits: occ.prefixWaits,
+        prefix_wait_s: Math.round(occ.prefixWaitS * 1000) / 1000,
       },
       disk,
       taken_at: this.takenAt,

@@ -6,7 +6,8 @@
 //   merges only consecutive sequence ids into one compute pass. Among those, the one that already holds
 //   the most of the prompt wins (no copy needed); otherwise the lowest.
 // - It starts from whatever serves the most of its prompt exactly: the target itself, another idle region
-//   (copied into the target: "relocated"), or a state file (disk tier or a session handle).
+//   (copied into the target: "relocated"), the settled part of a busy one (a request evaluating the same
+//   system prompt: llama/shared-prefill.ts), or a state file (disk tier or a session handle).
 // - A held conversation is not lost just because it sat on the region a copy or a load goes into: it is
 //   first moved to an empty or older idle region. When a request extends the state its region holds but
 //   departs from it partway, the rest is dropped (the conversation moved on).
@@ -18,6 +19,8 @@ import {exactLength, reusable, type CutPlan, type RegionMemory} from "./region-m
 export interface RegionView {
   id: number;
   busy: boolean;
+  /** Busy, but its exact part is settled and may be copied (a request running on it only appends). */
+  copyable?: boolean;
   memory: RegionMemory;
 }
 
@@ -76,11 +79,11 @@ export function place<T>(input: PlaceInput<T>): Placement<T> {
   if (!targetView) throw new Error(`placement: no region ${target}`);
   if (!input.cacheOn) return {...base, miss: {reason: "cache_off"}};
 
-  // The best idle region; ties go to the target (no copy), then to the lower id.
+  // The best idle (or copyable busy) region; ties go to the target (no copy), then to the lower id.
   let best = targetView;
   let bestReuse = reusable(targetView.memory, prompt, plan);
   for (const r of regions) {
-    if (r.busy || r.id === target) continue;
+    if ((r.busy && !r.copyable) || r.id === target) continue;
     const u = reusable(r.memory, prompt, plan);
     // A copy moves the whole region buffer; below minCopy tokens recomputing is as cheap.
     if (u.length > bestReuse.length && u.length >= input.minCopy) {
@@ -131,7 +134,7 @@ export function place<T>(input: PlaceInput<T>): Placement<T> {
   // Why less was reused than could have been.
   let miss: Placement["miss"] = null;
   let coldResort = false;
-  const busyBest = Math.max(0, ...regions.filter((r) => r.busy).map((r) => reusable(r.memory, prompt, plan).length));
+  const busyBest = Math.max(0, ...regions.filter((r) => r.busy && !r.copyable).map((r) => reusable(r.memory, prompt, plan).length));
   const evictedBest = Math.max(0, ...input.evicted.map((e) => reusable(e, prompt, plan).length));
   if (busyBest > reuse) {
     miss = {reason: "region_busy"};

@@ -9,6 +9,7 @@ import type {DecodeJob, DecodeRun, DecodeStats, Engine, EngineInfo, EnginePhases
 import type {CacheReport, DiskReport} from "../kv/cache-report.ts";
 import type {DiskStore} from "../kv/disk-store.ts";
 import {exactLength} from "../kv/region-memory.ts";
+import {EngineCancelledError} from "../errors.ts";
 import {RegionQueue} from "../region-queue.ts";
 import {chooseBatch, newBatchPolicyState, type BatchPolicyState} from "./batch-strategy.ts";
 import {acceptGrammarToken, PINNED_NODE_LLAMA_CPP, queuedDecodes, sequenceIdOf, setNextBatchThreads} from "./internals.ts";
@@ -227,9 +228,12 @@ export class LlamaEngine implements Engine {
     }
     const prepareStart = performance.now();
     try {
+      await this.pool.shared.claim(id, opts.prompt, opts.plan, opts.signal);
+      if (opts.signal.aborted) throw new EngineCancelledError("the client closed the connection while the request waited for a shared prefix");
       const start = await this.pool.prepare(id, opts.prompt, opts.plan, opts.resume ?? null);
       return this.lease(id, start, {queueMs: prepareStart - waitStart, prepareMs: performance.now() - prepareStart, batchWaitMs: 0, engineMs: 0});
     } catch (err) {
+      this.pool.shared.release(id);
       this.queue.release(id);
       throw err;
     }
@@ -286,6 +290,7 @@ export class LlamaEngine implements Engine {
       decode,
       release: (opts?: ReleaseOptions) => {
         if (released) return released;
+        pool.shared.release(id);
         region.memory.lastUsed = performance.now();
         const done = finished;
         if (!done || exactLength(region.memory) !== done.promptLength) {

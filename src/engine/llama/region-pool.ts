@@ -1,24 +1,15 @@
 // The region pool: the context's sequences as busy, held (a warm conversation between turns) or free
 // regions. It places each request (kv/placement.ts decides; this file carries it out with the library's
-// sequence operations), seals finished replies so the next turn can reuse them exactly, writes held states
+// sequence operations), hands finished replies to finished-replies.ts, writes held states
 // that are about to be overwritten to the disk tier, and keeps the cache numbers.
 //
 // All preparation (copies, moves, loads, saves, erases) runs one at a time (Serial), so a placement always sees
-// the regions as they are; the long parts (sealing a reply, decoding) run outside it.
-//
-// When seals run: a reply a session keeps is sealed at once (the keep needs the exact state). Any other reply is
-// left as an unsealed tail and sealed only once the engine has been idle for IDLE_SEAL_MS, stopping at the next
-// piece as soon as a request arrives. Sealing every reply at once cost each next request its wait (measured in
-// bench:vs-llama-server: 0.34 s of a 1-stream TTFT, 3 s of a 4-concurrent one), mostly for replies nobody
-// continued; a follow-up that does continue an unsealed reply evaluates it as part of its own prompt, the same
-// work the seal would have done, and a human's next turn (seconds later) finds it sealed.
-// All of that applies only when reuse is matched by pieces. When the engine's probe showed that reuse may be
-// matched by row class (kv/row-classes.ts), a reply is exact as decoded: it is recorded at release (kept ones
-// saved at once) and nothing is sealed.
+// the regions as they are; the long parts (sealing a reply, decoding) run outside it. What happens to a
+// finished reply (recorded as decoded, or sealed now or when idle) is finished-replies.ts.
 
 import type {LlamaContextSequence} from "node-llama-cpp";
 import type {Logger} from "../../observability/log.ts";
-import type {KeepHook, ReleaseOptions, ResumeState, StartInfo} from "../engine.ts";
+import type {ReleaseOptions, ResumeState, StartInfo} from "../engine.ts";
 import type {DiskReport} from "../kv/cache-report.ts";
 import {CacheStats} from "../kv/cache-stats.ts";
 import type {DiskStore, DiskEntry} from "../kv/disk-store.ts";
@@ -28,7 +19,9 @@ import {commonPrefix, emptyMemory, exactLength, planCuts, reusable, type CutPlan
 import {planByRows, resumeAt, type Span} from "../kv/row-classes.ts";
 import type {RegionQueue} from "../region-queue.ts";
 import {copySequenceState} from "./internals.ts";
-import {evaluateReply, recordDecodedReply, sealLeft, type PendingSeal, type Seal} from "./reply-seal.ts";
+import {SharedPrefill} from "./shared-prefill.ts";
+import {FinishedReplies} from "./finished-replies.ts";
+import {sealLeft, type PendingSeal, type Seal} from "./reply-seal.ts";
 
 /** A stored state must serve this many more tokens than memory to be worth reading. */
 const STATE_MARGIN = 16;
@@ -38,12 +31,10 @@ const MIN_COPY = 16;
 const MIN_DISK_TOKENS = 128;
 /** How many overwritten states are remembered (tokens only) to tell "evicted" from "cold". */
 const EVICTED_LEDGER = 32;
-/** Idle time before unsealed replies are sealed: longer than the gap between an agent's turns or a client's back-to-back requests. */
-export const IDLE_SEAL_MS = 300;
 /** A cold prefill of at least this many new tokens marks the cache report stale while it runs. */
 export const LONG_PREFILL_TOKENS = 512;
 
-interface Region {
+export interface Region {
   id: number;
   seq: LlamaContextSequence;
   memory: RegionMemory;
@@ -67,17 +58,22 @@ export interface PoolOptions {
 export class RegionPool {
   readonly regions: Region[];
   readonly stats: CacheStats;
+  /** Requests starting on the prefix another region is evaluating wait for it and copy it (shared-prefill.ts). */
+  readonly shared: SharedPrefill;
   private readonly prep = new Serial();
   private readonly evicted: {tokens: number[]; cuts: number[]}[] = [];
-  private idleTimer: NodeJS.Timeout | null = null;
   /** Preparations started and not finished, and prompt pieces held back until there are none (see prepare()). */
   private preparing = 0;
   private heldPieces: (() => void)[] = [];
-  private closed = false;
+  /** What happens to finished replies: recorded as decoded, or sealed (finished-replies.ts). */
+  private readonly finished: FinishedReplies;
 
   constructor(sequences: LlamaContextSequence[], private readonly queue: RegionQueue, private readonly opts: PoolOptions) {
     this.regions = sequences.map((seq, id) => ({id, seq, memory: emptyMemory(), seal: null, pending: null}));
     this.stats = new CacheStats(opts.cacheOn, {regions: sequences.length, positionsPerRegion: opts.positionsPerRegion});
+    this.finished = new FinishedReplies({regions: this.regions, queue, prep: this.prep, stats: this.stats, opts,
+      truncate: (r, keep) => this.truncate(r, keep)});
+    this.shared = new SharedPrefill(() => this.regions.map((r) => ({id: r.id, busy: this.queue.isBusy(r.id), memory: r.memory})), opts.cacheOn);
   }
 
   planCuts(length: number, marks: {boundaries: readonly number[]; replySpans: readonly Span[]}): CutPlan {
@@ -125,7 +121,7 @@ export class RegionPool {
     const target = this.regions[targetId]!;
     target.pending = null;
     const p = place<StateRef>({regions: this.regions.map((r) => ({id: r.id, busy: r.id !== targetId && (this.queue.isBusy(r.id) || sealing.has(r.id)),
-      memory: r.memory})),
+      copyable: this.queue.isBusy(r.id) && !r.seal && !sealing.has(r.id), memory: r.memory})),
       target: targetId, prompt, plan, states, evicted: this.evicted, cacheOn: this.opts.cacheOn, stateMargin: STATE_MARGIN, minCopy: MIN_COPY});
     let source: StartInfo["source"] = "none";
     let reuse = p.reuse;
@@ -218,118 +214,9 @@ export class RegionPool {
     return untouchable;
   }
 
-  /**
-   * After a reply: a kept one is re-evaluated in pieces (see region-memory.ts) at once and handed to `keep`;
-   * any other is released now and sealed when the engine is idle (see the top of this file).
-   */
+  /** After a reply: recorded as decoded, or sealed now (kept) or when idle (finished-replies.ts). */
   seal(id: number, promptLength: number, generated: readonly number[], opts: ReleaseOptions, release: () => void): Promise<void> {
-    const r = this.regions[id]!;
-    if (this.opts.match === "rows") return this.recordReply(r, promptLength, opts.keep, release);
-    if (opts.keep === undefined) {
-      release();
-      if (this.opts.cacheOn && generated.length > 0 && exactLength(r.memory) === promptLength) {
-        r.pending = {promptLength, generated: [...generated], boundaries: [...(opts.replyBoundaries ?? [])], replyStart: promptLength};
-        this.scheduleIdleSeal();
-      }
-      return Promise.resolve();
-    }
-    return this.startSeal(r, promptLength, generated, opts, release);
-  }
-
-  /**
-   * Reuse matched by row class: the decoded reply is exact as it stands; recorded (and handed to `keep` at
-   * once) before the region is released. Also after a cancelled run: what it decoded is as exact.
-   */
-  recordReply(r: Region, promptLength: number, keep: KeepHook | undefined, release: () => void): Promise<void> {
-    const work = (async () => {
-      if (!this.opts.cacheOn || exactLength(r.memory) !== promptLength) return;
-      await recordDecodedReply(r, promptLength);
-      if (keep) await keep({tokens: [...r.memory.tokens], cuts: [...r.memory.cuts], replyStart: r.memory.replyStart},
-        (path) => r.seq.saveStateToFile(path).then(() => undefined));
-    })().catch(async (err: Error) => {
-      this.opts.logger.warn("recording a reply failed; the region starts over", {region: r.id, error: err.message});
-      await this.truncate(r, 0).catch(() => undefined);
-      r.memory = emptyMemory();
-    });
-    return work.finally(release);
-  }
-
-  /** Whether nothing runs or waits: only then may an unsealed reply take the cores. */
-  private idle(): boolean {
-    return this.queue.queued === 0 && this.regions.every((r) => !this.queue.isBusy(r.id));
-  }
-
-  private scheduleIdleSeal(): void {
-    if (this.closed) return;
-    if (this.idleTimer) clearTimeout(this.idleTimer);
-    this.idleTimer = setTimeout(() => {
-      this.idleTimer = null;
-      this.sealOneIdle();
-    }, IDLE_SEAL_MS);
-    this.idleTimer.unref();
-  }
-
-  /** Seals the most recently used pending reply if the engine is idle, then schedules the next. */
-  private sealOneIdle(): void {
-    if (this.closed) return;
-    // Busy: look again later (the timer only runs while some reply waits for its seal).
-    if (!this.idle() || this.regions.some((r) => r.seal)) return this.scheduleIdleSeal();
-    const candidates = this.regions.filter((r) => r.pending && !this.queue.isBusy(r.id)).sort((a, b) => b.memory.lastUsed - a.memory.lastUsed);
-    const r = candidates[0];
-    if (!r) return;
-    const pending = r.pending!;
-    r.pending = null;
-    // The region holds the exact part and either the reply as decoded or (after an interrupted seal) nothing more.
-    const tail = r.memory.tokens.slice(pending.promptLength);
-    const unchanged = exactLength(r.memory) === pending.promptLength &&
-      (tail.length === 0 || (tail.length === pending.generated.length && tail.every((t, i) => t === pending.generated[i])));
-    if (!unchanged) return this.scheduleIdleSeal();
-    void this.startSeal(r, pending.promptLength, pending.generated, {replyBoundaries: pending.boundaries}, () => undefined, pending.replyStart);
-  }
-
-  private startSeal(r: Region, promptLength: number, generated: readonly number[], opts: ReleaseOptions, release: () => void,
-    replyStart = promptLength): Promise<void> {
-    const id = r.id;
-    const keep = opts.keep;
-    let aborted = false;
-    let resolveDone!: () => void;
-    const done = new Promise<void>((res) => (resolveDone = res));
-    const seal: Seal = {done, abort: () => (aborted = true), keep: keep !== undefined, tokens: [...r.memory.tokens.slice(0, promptLength), ...generated],
-      promptLength, progress: 0};
-    // An idle seal gives way at its next piece to any request (running or waiting); a kept one runs to its end.
-    const shouldStop = () => aborted || (!seal.keep && !this.idle());
-    const work = this.prep.run(async () => {
-      // Started in the serial queue so no placement runs halfway through; the evaluation itself runs outside it.
-      if (r.seal || (!seal.keep && this.queue.isBusy(id))) return false;
-      r.seal = seal;
-      return true;
-    }).then(async (started) => {
-      if (!started) return;
-      const sealStart = performance.now();
-      try {
-        if (this.opts.cacheOn && exactLength(r.memory) === promptLength && generated.length > 0) {
-          await this.truncate(r, promptLength);
-          await evaluateReply(r, this.opts.piece, {promptLength, generated, boundaries: opts.replyBoundaries ?? [], replyStart}, shouldStop,
-            (n) => (seal.progress = n));
-          this.stats.sealS += (performance.now() - sealStart) / 1000;
-          if (seal.progress === generated.length) this.stats.seals++;
-          // Interrupted by a request: the rest waits for the next idle moment (unless a placement takes the region).
-          else if (!aborted) r.pending = {promptLength: promptLength + seal.progress, generated: generated.slice(seal.progress),
-            boundaries: opts.replyBoundaries ?? [], replyStart};
-        }
-        if (keep) await keep({tokens: [...r.memory.tokens.slice(0, exactLength(r.memory))], cuts: [...r.memory.cuts], replyStart: r.memory.replyStart},
-          (path) => r.seq.saveStateToFile(path).then(() => undefined));
-      } catch (err) {
-        this.opts.logger.warn("sealing a reply failed; the region starts over", {region: id, error: (err as Error).message});
-        await this.truncate(r, 0).catch(() => undefined);
-        r.memory = emptyMemory();
-      } finally {
-        r.seal = null;
-        resolveDone();
-        if (this.regions.some((x) => x.pending)) this.scheduleIdleSeal();
-      }
-    });
-    return work.finally(release);
+    return this.finished.release(this.regions[id]!, promptLength, generated, opts, release);
   }
 
   /** A held state about to be overwritten: remembered for miss reasons and written to the disk tier. */
@@ -382,8 +269,7 @@ export class RegionPool {
 
   /** At shutdown: held states go to the disk tier, so a restarted server picks up where it was. */
   flush(): Promise<number> {
-    this.closed = true;
-    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.finished.close();
     return this.prep.run(async () => {
       for (const r of this.regions) if (!r.seal?.keep) r.seal?.abort();
       let written = 0;
@@ -416,6 +302,7 @@ export class RegionPool {
     }
     return this.stats.report({usedPositions: used, busyRegions: busy, heldRegions: held, heldPositions, waiting: this.queue.queued,
       bytesPerPosition: this.opts.bytesPerPosition, sealing: this.regions.filter((r) => r.seal).length,
-      unsealed: this.regions.filter((r) => r.pending).length}, disk);
+      unsealed: this.regions.filter((r) => r.pending).length, reuseMatch: this.opts.match, prefixWaits: this.shared.waits,
+      prefixWaitS: this.shared.waitedS}, disk);
   }
 }
