@@ -134,16 +134,19 @@ async function main(): Promise<void> {
     const single = new Map<Server, Stream[]>(pair.map((s) => [s, []]));
     const m = (s: Server, f: (x: Stream) => number) => median(single.get(s)!.map(f));
     if (ONLY.has("a")) {
-      // (a) one stream
-      for (let r = 0; r < ROUNDS; r++) {
-        for (const s of r % 2 ? [...pair].reverse() : pair) single.get(s)!.push(...(await oneStream(await turnOf(s), [0, 1, 2, 3].map((i) => story(i + r)))));
-      }
-      // The same prompts not streamed, against the streamed ones: both by the server's own timings.
+      // (a) one stream; and the same prompts not streamed, in the same rounds (streamed first in even rounds,
+      // plain first in odd ones), so that drift on a shared machine lands on both sides of the ratio.
       const plain = new Map<Server, number[]>(pair.map((s) => [s, []]));
-      for (let r = 0; r < Math.max(1, ROUNDS - 1); r++) {
+      for (let r = 0; r < ROUNDS; r++) {
         for (const s of r % 2 ? [...pair].reverse() : pair) {
-          const srv = await turnOf(s);
-          for (const i of [0, 1, 2, 3]) plain.get(s)!.push(await chatOnceDecodeTps(srv.url, story(i + r)));
+          const prompts = [0, 1, 2, 3].map((i) => story(i + r));
+          const streamed = async () => single.get(s)!.push(...(await oneStream(await turnOf(s), prompts)));
+          const notStreamed = async () => {
+            const srv = await turnOf(s);
+            for (const p of prompts) plain.get(s)!.push(await chatOnceDecodeTps(srv.url, p));
+          };
+          if (r % 2) await notStreamed().then(streamed);
+          else await streamed().then(notStreamed);
         }
       }
       const streamedOverPlain = (s: Server) => median(single.get(s)!.map((x) => x.serverDecodeTps)) / median(plain.get(s)!);

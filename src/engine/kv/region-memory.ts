@@ -12,10 +12,12 @@
 // prefix only up to a cut both plans share, with every earlier cut shared as well. Then the reused KV is
 // exactly what a cold evaluation of the new prompt computes, and greedy output cannot depend on the cache.
 // Generated tokens are computed one at a time, so after a reply the region re-evaluates them in pieces
-// ("sealing", when the engine is idle or a session keeps the reply: llama/region-pool.ts); only then do they
-// count as reusable. (Measured with llama.cpp v0.5.0's CPU kernels on this Q4_1 model: a one-token row and a
-// row of a piece under 64 rows give identical KV bytes; pieces of 64 rows take a tiled flash-attention path
-// that rounds differently. So sealing stays: 64-row pieces prefill long prompts about 1.45x faster.)
+// ("sealing", when the engine is idle or a session keeps the reply: llama/finished-replies.ts); only then do
+// they count as reusable.
+// That is the "pieces" rule, which holds whatever the kernels do. Where a load-time probe shows more (a row's
+// KV depends only on whether its piece had 64 rows or more: llama/exactness-probe.ts), the engine matches
+// reuse by row class instead (row-classes.ts): replies are reusable as decoded and prompts resume anywhere in
+// a shared prefix. A CutPlan carries which rule its prompt is planned for.
 
 import {reusableByRows} from "./row-classes.ts";
 
