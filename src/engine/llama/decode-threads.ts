@@ -18,11 +18,26 @@ export const STEP_TOKENS = 2;
  */
 export const LONE_STEP_ONE_THREAD_FROM = 240;
 
-/** Threads for one dispatch: prompt pieces get every thread; decode steps the measured count, except a lone long one (above). */
-export function threadsForBatch(batch: {piece: boolean; stepSequences: number; lonePosition: number}, threads: {prompt: number; decode: number}): number {
+/**
+ * Threads for one dispatch: prompt pieces get every thread; decode steps the measured count, except when a
+ * row will be alone in its ubatch at a long position (above). `lonePosition` is the highest position among
+ * such rows (see loneSteps), -1 when there are none.
+ */
+export function threadsForBatch(batch: {piece: boolean; lonePosition: number}, threads: {prompt: number; decode: number}): number {
   if (batch.piece) return threads.prompt;
-  if (batch.stepSequences === 1 && batch.lonePosition >= LONE_STEP_ONE_THREAD_FROM) return 1;
+  if (batch.lonePosition >= LONE_STEP_ONE_THREAD_FROM) return 1;
   return threads.decode;
+}
+
+/**
+ * The sequences of a batch of one-token steps that llama.cpp will compute alone in a ubatch: with one KV
+ * stream per sequence it splits a batch into ubatches of consecutive sequence ids (split_equal, sequential),
+ * so steps of sequences 0, 2 and 3 run as {0} and {2, 3}, and sequence 0's row is lone (a region that
+ * finished leaves such a gap).
+ */
+export function loneSteps(sequenceIds: readonly number[]): number[] {
+  const ids = [...new Set(sequenceIds)].sort((a, b) => a - b);
+  return ids.filter((id, i) => ids[i - 1] !== id - 1 && ids[i + 1] !== id + 1);
 }
 
 export interface ThreadsChoice {

@@ -14,7 +14,7 @@ import {RegionQueue} from "../region-queue.ts";
 import {chooseBatch, newBatchPolicyState, type BatchPolicyState} from "./batch-strategy.ts";
 import {acceptGrammarToken, PINNED_NODE_LLAMA_CPP, queuedDecodes, sequenceIdOf, setNextBatchThreads} from "./internals.ts";
 import {llamaBuildOptions, type EngineBuild} from "./engine-build.ts";
-import {measureDecodeThreads, STEP_TOKENS, threadsForBatch} from "./decode-threads.ts";
+import {loneSteps, measureDecodeThreads, STEP_TOKENS, threadsForBatch} from "./decode-threads.ts";
 import {probeExactness, PROBE_TOKENS} from "./exactness-probe.ts";
 import type {CutPlan} from "../kv/region-memory.ts";
 import {TILED_ROWS, type Span} from "../kv/row-classes.ts";
@@ -165,9 +165,11 @@ export class LlamaEngine implements Engine {
           const queue = queuedDecodes(contextRef!);
           const chosen = chooseBatch(items, queue, policy);
           if (chosen.length > 0) {
-            const lone = chosen.length === 1 ? sequences[queue[items.indexOf(chosen[0]!.item)]?.sequenceId ?? -1] : undefined;
-            setNextBatchThreads(contextRef!, threadsForBatch({piece: chosen.some((c) => c.processAmount > STEP_TOKENS), stepSequences: chosen.length,
-              lonePosition: lone?.nextTokenIndex ?? Infinity}, {prompt: threads, decode: decodeThreads}));
+            const ids = chosen.map((c) => queue[items.indexOf(c.item)]?.sequenceId ?? -1);
+            // An unknown sequence counts as long: one thread is always exact.
+            const lonePosition = Math.max(-1, ...loneSteps(ids).map((id) => sequences[id]?.nextTokenIndex ?? Infinity));
+            setNextBatchThreads(contextRef!, threadsForBatch({piece: chosen.some((c) => c.processAmount > STEP_TOKENS), lonePosition},
+              {prompt: threads, decode: decodeThreads}));
           }
           return chosen;
         },
