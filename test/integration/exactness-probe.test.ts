@@ -3,23 +3,18 @@
 // numbers depend on their neighbours and falls back to pieces. Both answers from one probe show it can fail.
 
 import assert from "node:assert/strict";
-import {availableParallelism, homedir} from "node:os";
-import {join} from "node:path";
+import {availableParallelism} from "node:os";
 import {after, before, describe, test} from "node:test";
-import {getLlama, type Llama, type LlamaModel} from "node-llama-cpp";
+import type {Llama, LlamaModel} from "node-llama-cpp";
 import {probeExactness, PROBE_TOKENS} from "../../src/engine/llama/exactness-probe.ts";
 import {TILED_ROWS} from "../../src/engine/kv/row-classes.ts";
-import {DEFAULT_MAIN_MODEL_SPEC} from "../../src/models/known-files.ts";
-import {resolveModel} from "../../src/models/resolve.ts";
-import {createMemoryLogger} from "../../src/observability/log.ts";
+import {loadDefaultModel} from "./default-model.ts";
 
 let llama: Llama;
 let model: LlamaModel;
 
 before(async () => {
-  const resolved = await resolveModel(DEFAULT_MAIN_MODEL_SPEC, {modelsDir: join(homedir(), ".cache", "svc", "models"), logger: createMemoryLogger(), progress: "lines"});
-  llama = await getLlama({gpu: false, build: "never", maxThreads: availableParallelism()});
-  model = await llama.loadModel({modelPath: resolved.path});
+  ({llama, model} = await loadDefaultModel());
 });
 after(async () => {
   await model?.dispose();

@@ -2,17 +2,16 @@
 // library and model, so an upgrade that changes them fails here instead of silently mis-batching.
 
 import assert from "node:assert/strict";
-import {availableParallelism, homedir, tmpdir} from "node:os";
+import {homedir, tmpdir} from "node:os";
 import {join} from "node:path";
 import {after, before, describe, test} from "node:test";
-import {getLlama, InputLookupTokenPredictor, LlamaGrammarEvaluationState, type Llama, type LlamaContext, type LlamaModel, type Token} from "node-llama-cpp";
+import {InputLookupTokenPredictor, LlamaGrammarEvaluationState, type Llama, type LlamaContext, type LlamaModel, type Token} from "node-llama-cpp";
 import {acceptGrammarToken, attachTokenPredictor, detachTokenPredictor, copySequenceState, createEmbeddingsContext, grammarAcceptsText, pooledEmbedding, INTERNAL_MEMBERS, PINNED_NODE_LLAMA_CPP, queuedDecodes, sequenceIdOf, setNextBatchThreads, type QueuedDecodeView} from "../../src/engine/llama/internals.ts";
-import {DEFAULT_MAIN_MODEL_SPEC} from "../../src/models/known-files.ts";
-import {resolveModel} from "../../src/models/resolve.ts";
 import {ensureConverted} from "../../src/models/hf-convert/convert.ts";
 import {resolveModelFolder} from "../../src/models/hf-convert/fetch-folder.ts";
 import {DEFAULT_EMBEDDING_SPEC} from "../../src/side-models/registry.ts";
 import {createMemoryLogger} from "../../src/observability/log.ts";
+import {loadDefaultModel} from "./default-model.ts";
 import {mkdtempSync, readFileSync, rmSync} from "node:fs";
 
 
@@ -20,9 +19,7 @@ let llama: Llama;
 let model: LlamaModel;
 
 before(async () => {
-  const resolved = await resolveModel(DEFAULT_MAIN_MODEL_SPEC, {modelsDir: join(homedir(), ".cache", "svc", "models"), logger: createMemoryLogger(), progress: "lines"});
-  llama = await getLlama({gpu: false, build: "never", maxThreads: availableParallelism()});
-  model = await llama.loadModel({modelPath: resolved.path});
+  ({llama, model} = await loadDefaultModel());
 });
 after(async () => {
   await model?.dispose();
