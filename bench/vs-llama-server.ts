@@ -214,7 +214,7 @@ async function main(): Promise<void> {
 
     const metrics = await (await fetch(`${svc.url}/metrics`)).text();
     say("svc time breakdown over the run (seconds, summed over requests):");
-    for (const line of metrics.split("\n")) if (/^svc:(phase_|seal)|^ref:(prompt_seconds|tokens_predicted_seconds)_total/.test(line)) say(`  ${line}`);
+    for (const line of metrics.split("\n")) if (/^svc:(phase_|seal|prefix_)|^ref:(prompt_seconds|tokens_predicted_seconds)_total/.test(line)) say(`  ${line}`);
   } catch (err) {
     for (const s of pair) say(`--- last lines of ${s.name} (exit ${s.child.exitCode ?? "none"}, signal ${s.child.signalCode ?? "none"}):\n${s.log.slice(-25).join("\n")}`);
     throw err;

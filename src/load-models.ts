@@ -63,6 +63,7 @@ export async function loadModels(config: Config, logger: Logger): Promise<Loaded
     flashAttention: config.flashAttention,
     speculation: config.speculation,
     exactReuse: config.exactReuse,
+    probeStore: {dir: join(config.modelsDir, "probes"), key: identity},
     logger,
   });
   if (engine.info.contextSize < config.ctxSize) {

@@ -8,7 +8,8 @@
 // equivalent and a piece-cut rule says are not (tiled pieces composed differently; one-token steps against a
 // short piece), and compares the sequence's saved KV state byte for byte.
 
-import {mkdtemp, readFile, rm} from "node:fs/promises";
+import {createHash} from "node:crypto";
+import {mkdir, mkdtemp, readFile, rename, rm, writeFile} from "node:fs/promises";
 import {tmpdir} from "node:os";
 import {join} from "node:path";
 import type {LlamaContextSequence, Token} from "node-llama-cpp";
@@ -66,4 +67,35 @@ export async function probeExactness(seq: LlamaContextSequence, tokens: readonly
   if (a.equals(b)) return {match: "rows", ms, reason: null};
   return {match: "pieces", ms, reason: a.length !== b.length ? "the two layouts saved states of different sizes"
     : "a row's KV depended on how its piece was composed (kernels that work on groups of rows)"};
+}
+
+/**
+ * The probe's verdict kept in `dir` under a name made from everything it depends on (`key`: the model, the
+ * engine build, the KV layout, the threads), so later starts on the same files skip the probe. A file that
+ * cannot be read or does not hold a verdict is ignored and probed again; a failed write only costs the next
+ * start a probe.
+ */
+export async function cachedProbe(store: {dir: string; key: unknown} | null, run: () => Promise<ExactnessProbe>):
+  Promise<ExactnessProbe & {cached: boolean}> {
+  if (!store) return {...(await run()), cached: false};
+  const hash = createHash("sha256").update(JSON.stringify({key: store.key, layouts: LAYOUTS})).digest("hex").slice(0, 32);
+  const file = join(store.dir, `exactness-${hash}.json`);
+  try {
+    const held = JSON.parse(await readFile(file, "utf8")) as Partial<ExactnessProbe>;
+    if ((held.match === "rows" || held.match === "pieces") && typeof held.ms === "number" && (held.reason === null || typeof held.reason === "string")) {
+      return {match: held.match, ms: held.ms, reason: held.reason, cached: true};
+    }
+  } catch {
+    // Not there yet, or unreadable: probe.
+  }
+  const probe = await run();
+  try {
+    await mkdir(store.dir, {recursive: true});
+    const tmp = `${file}.${process.pid}.tmp`;
+    await writeFile(tmp, JSON.stringify({match: probe.match, ms: probe.ms, reason: probe.reason}));
+    await rename(tmp, file);
+  } catch {
+    // A read-only directory: the next start probes again.
+  }
+  return {...probe, cached: false};
 }

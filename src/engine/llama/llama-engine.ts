@@ -15,7 +15,7 @@ import {chooseBatch, newBatchPolicyState, type BatchPolicyState} from "./batch-s
 import {acceptGrammarToken, PINNED_NODE_LLAMA_CPP, queuedDecodes, sequenceIdOf, setNextBatchThreads} from "./internals.ts";
 import {llamaBuildOptions, type EngineBuild} from "./engine-build.ts";
 import {loneSteps, measureDecodeThreads, STEP_TOKENS, threadsForBatch} from "./decode-threads.ts";
-import {probeExactness, PROBE_TOKENS} from "./exactness-probe.ts";
+import {cachedProbe, probeExactness, PROBE_TOKENS} from "./exactness-probe.ts";
 import type {CutPlan} from "../kv/region-memory.ts";
 import {TILED_ROWS, type Span} from "../kv/row-classes.ts";
 import {classifyTokens, GrammarConstraint, GrammarStore, type TokenClasses} from "./grammar-constraint.ts";
@@ -44,6 +44,8 @@ export interface LlamaEngineOptions {
   speculation: SpeculationMode;
   /** How reused KV is matched (SVC_EXACT_REUSE): "auto" probes at load for the row-class rule; "pieces" never uses it. Default "auto". */
   exactReuse?: "auto" | "pieces";
+  /** Where the probe's verdict is kept between starts, and what it depends on besides the threads (the state identity). */
+  probeStore?: {dir: string; key: unknown} | null;
   logger: Logger;
   /** A Llama the caller owns (a side model's engine runs on the main engine's): used instead of getLlama, never disposed here. */
   llama?: Llama;
@@ -189,7 +191,7 @@ export class LlamaEngine implements Engine {
       opts.logger.info("decode threads", {chosen: choice.decode, step_ms: Object.entries(choice.measuredMs).map(([n, ms]) => `${n}:${ms.toFixed(2)}`).join(",")});
     }
     const speculation = await speculationAtLoad(opts, model, sequences[0]!);
-    const reuseMatch = await reuseMatchAtLoad(opts, model, sequences[0]!);
+    const reuseMatch = await reuseMatchAtLoad(opts, model, sequences[0]!, {prompt: threads, decode: decodeThreads});
     return new LlamaEngine(llama, model, context, sequences, policy, opts, {prompt: threads, decode: decodeThreads},
       {llama: opts.llama === undefined, model: opts.model === undefined}, speculation, reuseMatch);
   }
@@ -357,15 +359,18 @@ function speculates(job: DecodeJob): boolean {
 const STEP_COST_TEXT = "The quick brown fox jumps over the lazy dog while the river keeps running to the sea, and the mill turns all day long.";
 
 /** SVC_EXACT_REUSE: `pieces` as asked; `auto` probes (exactness-probe.ts) and matches by row class when it may. */
-async function reuseMatchAtLoad(opts: LlamaEngineOptions, model: LlamaModel, region0: LlamaContextSequence): Promise<EngineInfo["reuseMatch"]> {
+async function reuseMatchAtLoad(opts: LlamaEngineOptions, model: LlamaModel, region0: LlamaContextSequence, threads: {prompt: number; decode: number}):
+  Promise<EngineInfo["reuseMatch"]> {
   if ((opts.exactReuse ?? "auto") === "pieces") return {match: "pieces", reason: "SVC_EXACT_REUSE=pieces"};
   // Probed with the cache off too: the match decides how every prompt is cut, and greedy output must not
   // depend on SVC_PROMPT_CACHE.
   const text = model.tokenize(STEP_COST_TEXT) as number[];
   const tokens = Array.from({length: PROBE_TOKENS}, (_, i) => text[i % text.length]!);
-  const probe = await probeExactness(region0, tokens);
-  opts.logger.info("exact reuse", {match: probe.match, probe_ms: Math.round(probe.ms), ...(probe.reason ? {reason: probe.reason} : {})});
-  return {match: probe.match, reason: probe.reason ?? `probed at load (${Math.round(probe.ms)} ms): a row's KV depends only on whether its piece was tiled`};
+  const probe = await cachedProbe(opts.probeStore ? {dir: opts.probeStore.dir, key: {...opts.probeStore.key as object, threads}} : null,
+    () => probeExactness(region0, tokens));
+  opts.logger.info("exact reuse", {match: probe.match, probe_ms: Math.round(probe.ms), ...(probe.cached ? {from: "an earlier start's probe"} : {}),
+    ...(probe.reason ? {reason: probe.reason} : {})});
+  return {match: probe.match, reason: probe.reason ?? `probed${probe.cached ? " at an earlier start" : " at load"} (${Math.round(probe.ms)} ms): a row's KV depends only on whether its piece was tiled`};
 }
 
 async function speculationAtLoad(opts: LlamaEngineOptions, model: LlamaModel, region0: LlamaContextSequence): Promise<SpeculationInfo> {
