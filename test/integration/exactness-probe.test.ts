@@ -4,27 +4,17 @@
 
 import assert from "node:assert/strict";
 import {availableParallelism} from "node:os";
-import {after, before, describe, test} from "node:test";
-import type {Llama, LlamaModel} from "node-llama-cpp";
+import {describe, test} from "node:test";
 import {probeExactness, PROBE_TOKENS} from "../../src/engine/llama/exactness-probe.ts";
 import {TILED_ROWS} from "../../src/engine/kv/row-classes.ts";
-import {loadDefaultModel} from "./default-model.ts";
+import {useDefaultModel} from "./default-model.ts";
 
-let llama: Llama;
-let model: LlamaModel;
-
-before(async () => {
-  ({llama, model} = await loadDefaultModel());
-});
-after(async () => {
-  await model?.dispose();
-  await llama?.dispose();
-});
+const loaded = useDefaultModel();
 
 async function probe(flashAttention: boolean) {
-  const ctx = await model.createContext({contextSize: 512, batchSize: 2 * TILED_ROWS, flashAttention, threads: {ideal: Math.min(2, availableParallelism()), min: 1}});
+  const ctx = await loaded.model.createContext({contextSize: 512, batchSize: 2 * TILED_ROWS, flashAttention, threads: {ideal: Math.min(2, availableParallelism()), min: 1}});
   try {
-    const text = model.tokenize("The quick brown fox jumps over the lazy dog while the river keeps running to the sea.");
+    const text = loaded.model.tokenize("The quick brown fox jumps over the lazy dog while the river keeps running to the sea.");
     const tokens = Array.from({length: PROBE_TOKENS}, (_, i) => text[i % text.length]!);
     return await probeExactness(ctx.getSequence(), tokens);
   } finally {
@@ -47,7 +37,7 @@ describe("exactness probe", () => {
   });
 
   test("too few tokens is refused, not probed on a shorter layout", async () => {
-    const ctx = await model.createContext({contextSize: 512, batchSize: 2 * TILED_ROWS});
+    const ctx = await loaded.model.createContext({contextSize: 512, batchSize: 2 * TILED_ROWS});
     try {
       await assert.rejects(probeExactness(ctx.getSequence(), [1, 2, 3]), /needs 194 tokens/);
     } finally {
