@@ -110,6 +110,29 @@ describe("prompt cache", () => {
     assert.match(text, /^svc:cache_misses_by_reason_total\{reason="diverged"\} \d+$/m);
   });
 
+  test("a reply the client stopped mid-stream is reused by the next turn that sends it back (matched by rows)", async () => {
+    assert.equal(await reuseMatch(server), "rows");
+    const turn1: Msg[] = [{role: "system", content: SYSTEM}, {role: "user", content: "Describe a busy kitchen at dinner time."}];
+    const promptTokens = (await chat(turn1, 1)).usage.prompt_tokens;
+    const ac = new AbortController();
+    const stream = await server.client.chat.completions.create({model: "m", messages: turn1, max_tokens: 96, temperature: 0, stream: true},
+      {signal: ac.signal});
+    let partial = "";
+    let chunks = 0;
+    try {
+      for await (const c of stream) {
+        partial += c.choices[0]?.delta?.content ?? "";
+        if (++chunks === 24) ac.abort();
+      }
+    } catch (err) {
+      assert.ok(ac.signal.aborted, `only our abort ends the stream: ${String(err)}`);
+    }
+    for (let t = 0; t < 100 && (await cacheReport()).pool.busy_regions !== 0; t++) await new Promise((r) => setTimeout(r, 50));
+    const r2 = await chat([...turn1, {role: "assistant", content: partial}, {role: "user", content: "What is the loudest thing there?"}], 4);
+    const cached = r2.usage.prompt_tokens_details!.cached_tokens!;
+    assert.ok(cached > promptTokens + 10, `reused ${cached} tokens; the prompt had ${promptTokens} and the stopped reply ${partial.length} characters`);
+  });
+
   test("200 client hang-ups mid-stream leave no busy region, and the next request is served", async () => {
     const hangUp = async (i: number) => {
       const ac = new AbortController();

@@ -60,7 +60,7 @@ export class FinishedReplies {
 
   /**
    * Reuse matched by row class: the decoded reply is exact as it stands; recorded (and handed to `keep` at
-   * once) before the region is released. (A cancelled run is not recorded: the region keeps its prompt only.)
+   * once) before the region is released. Also what a cancelled run decoded (never kept for a session).
    */
   private recordReply(r: Region, promptLength: number, keep: KeepHook | undefined, release: () => void): Promise<void> {
     const work = (async () => {

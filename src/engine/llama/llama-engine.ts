@@ -248,8 +248,10 @@ export class LlamaEngine implements Engine {
     const stats: DecodeStats = {promptTokens: 0, cachedTokens: 0, promptMs: 0, predictedTokens: 0, predictedMs: 0, draftTokens: 0, draftAccepted: 0, phases};
     const policy = this.policy;
     let released: Promise<void> | null = null;
-    /** Set when a decode ran to its end (not cancelled, not failed): only then is the reply sealed. */
+    /** Set when a decode ran to its end (not cancelled, not failed): only then is the reply sealed or kept. */
     let finished: {promptLength: number} | null = null;
+    /** Set when a decode was cancelled and stopped cleanly: matched by rows, what it decoded is still exact. */
+    let stopped: {promptLength: number} | null = null;
     const pool = this.pool;
     const decode = (job: DecodeJob): DecodeRun => {
       const run = runOnRegion(region.seq, job, stats, {
@@ -277,13 +279,14 @@ export class LlamaEngine implements Engine {
             if (r.done) {
               innerDone = true;
               if (r.value.reason !== "cancelled" && !job.signal.aborted) finished = {promptLength: job.prompt.length};
+              else stopped = {promptLength: job.prompt.length};
               return r.value;
             }
             yield r.value;
           }
         } finally {
           // A consumer that stops early (return()) must still run the region's own cleanup.
-          if (!innerDone) await run.return({reason: "cancelled"});
+          if (!innerDone) stopped = await run.return({reason: "cancelled"}).then(() => ({promptLength: job.prompt.length}));
         }
       })();
     };
@@ -297,6 +300,10 @@ export class LlamaEngine implements Engine {
         pool.shared.release(id);
         region.memory.lastUsed = performance.now();
         const done = finished;
+        if (!done && stopped && this.info.reuseMatch.match === "rows" && exactLength(region.memory) === stopped.promptLength) {
+          // A reply the client stopped: its decoded rows are exact as they stand (a chat UI's "continue" reuses them).
+          return (released = this.pool.seal(id, stopped.promptLength, [], {}, () => this.queue.release(id)));
+        }
         if (!done || exactLength(region.memory) !== done.promptLength) {
           // Nothing to seal (cancelled, failed or cut short in the prompt); a session cannot keep a half state.
           this.queue.release(id);
