@@ -64,6 +64,7 @@ export async function loadModels(config: Config, logger: Logger): Promise<Loaded
     speculation: config.speculation,
     exactReuse: config.exactReuse,
     probeStore: {dir: join(config.modelsDir, "probes"), key: identity},
+    buildStore: join(config.modelsDir, "engine-builds"),
     logger,
   });
   if (engine.info.contextSize < config.ctxSize) {

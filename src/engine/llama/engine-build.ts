@@ -1,9 +1,11 @@
 // Which build of the engine library runs: node-llama-cpp's prebuilt binary (default), or one built once from the
-// llama.cpp source it bundles with OpenMP on. The prebuilt binary has no OpenMP, so every decode starts and
-// joins a fresh set of worker threads; OpenMP keeps one team alive between decodes. Measured on 2 cores with
-// the library alone, one worker thread (UV_THREADPOOL_SIZE=1), 2 threads, a 600-token context: decode 82 tok/s
-// prebuilt against 97-104 built, prompt about the same. The build takes about 4 minutes once (cmake and a C++
-// compiler needed) and lives in node-llama-cpp's own folder, so `npm ci` starts it over.
+// llama.cpp source it bundles, with OpenMP on and tuned for this CPU. The prebuilt binary has no OpenMP: every
+// decode hands its graph to a short-lived ggml worker pool. What that costs was measured twice on these shared
+// 2-core machines, library alone, one libuv worker, 2 threads: one session found the build 20% faster (97-104 vs
+// 82 tok/s); a later one found no difference (medians about 73 tok/s each, interleaved), and attaching a
+// persistent ggml threadpool to the prebuilt binary (an LD_PRELOAD experiment, not shipped) changed nothing
+// either, so thread start-up is not where a decode's time goes. The build takes about 5 minutes (cmake and a C++
+// compiler needed); engine-build-store.ts keeps it in the models directory so `npm ci` does not start it over.
 
 import {execFileSync} from "node:child_process";
 import type {LlamaOptions} from "node-llama-cpp";

@@ -2,6 +2,8 @@
 // pinned exactly (package.json); test/unit/llama-internals.test.ts loads the real library and checks each
 // member below still exists and behaves as assumed, so an upgrade fails loudly instead of silently.
 
+import {createRequire} from "node:module";
+import {dirname, join} from "node:path";
 import type {Llama, LlamaContext, LlamaContextSequence, LlamaGrammar, LlamaGrammarEvaluationState, LlamaModel, TokenPredictor} from "node-llama-cpp";
 
 export const PINNED_NODE_LLAMA_CPP = "3.22.1";
@@ -163,6 +165,20 @@ export function setNextBatchThreads(context: LlamaContext, threads: number): voi
   if (c._threadSplitterConsumer) c._threadSplitterConsumer._wantedThreads = threads;
 }
 
+/**
+ * node-llama-cpp's folder of builds from source: `<package>/llama/localBuilds/<build name>`, a build being
+ * complete when `Release/llama-addon.node`, `Release/_nlcBuildMetadata.json` and `buildDone.status` exist (what
+ * its getLocalBuildBinaryPath checks). Not part of its API; engine-build-store.ts copies such folders in and out
+ * of the models directory so a build survives `npm ci`.
+ */
+export function localBuildsDirectory(): string {
+  const entry = createRequire(import.meta.url).resolve("node-llama-cpp");
+  return join(dirname(entry), "..", "llama", "localBuilds");
+}
+
+export const DONE_MARKER = "buildDone.status";
+export const LOCAL_BUILD_FILES = ["Release/llama-addon.node", "Release/_nlcBuildMetadata.json", DONE_MARKER] as const;
+
 /** The list above, for the internals test. */
 export const INTERNAL_MEMBERS = [
   "LlamaContext._queuedDecodes[].sequenceId",
@@ -180,4 +196,5 @@ export const INTERNAL_MEMBERS = [
   "LlamaContextSequence._abortTokenPredictor",
   "LlamaContext._idealThreads",
   "LlamaContext._threadSplitterConsumer._wantedThreads",
+  "llama/localBuilds/<name>/{Release/llama-addon.node,Release/_nlcBuildMetadata.json,buildDone.status}",
 ] as const;

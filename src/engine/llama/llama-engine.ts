@@ -14,6 +14,7 @@ import {RegionQueue} from "../region-queue.ts";
 import {chooseBatch, newBatchPolicyState, type BatchPolicyState} from "./batch-strategy.ts";
 import {acceptGrammarToken, PINNED_NODE_LLAMA_CPP, queuedDecodes, sequenceIdOf, setNextBatchThreads} from "./internals.ts";
 import {llamaBuildOptions, type EngineBuild} from "./engine-build.ts";
+import {keepBuilds, restoreBuilds} from "./engine-build-store.ts";
 import {loneSteps, measureDecodeThreads, STEP_TOKENS, threadsForBatch} from "./decode-threads.ts";
 import {cachedProbe, probeExactness, PROBE_TOKENS} from "./exactness-probe.ts";
 import type {CutPlan} from "../kv/region-memory.ts";
@@ -46,6 +47,8 @@ export interface LlamaEngineOptions {
   exactReuse?: "auto" | "pieces";
   /** Where the probe's verdict is kept between starts, and what it depends on besides the threads (the state identity). */
   probeStore?: {dir: string; key: unknown} | null;
+  /** Where builds from source are kept between installs (engine-build-store.ts); null: not kept. */
+  buildStore?: string | null;
   logger: Logger;
   /** A Llama the caller owns (a side model's engine runs on the main engine's): used instead of getLlama, never disposed here. */
   llama?: Llama;
@@ -134,6 +137,11 @@ export class LlamaEngine implements Engine {
 
   static async load(opts: LlamaEngineOptions): Promise<LlamaEngine> {
     const threads = opts.threads ?? availableParallelism();
+    const fromSource = opts.llama === undefined && opts.engineBuild === "openmp" && opts.buildStore;
+    if (fromSource) {
+      const restored = await restoreBuilds(opts.buildStore!);
+      if (restored.length > 0) opts.logger.info("engine build restored from the models directory", {builds: restored.join(",")});
+    }
     const llama = opts.llama ?? await getLlama({
       gpu: false,
       ...llamaBuildOptions(opts.engineBuild ?? "prebuilt"),
@@ -146,6 +154,13 @@ export class LlamaEngine implements Engine {
         if (level === LlamaLogLevel.error || level === LlamaLogLevel.fatal) opts.logger.error("engine", {message: message.trim()});
       },
     });
+    if (fromSource) {
+      const kept = await keepBuilds(opts.buildStore!).catch((err: Error) => {
+        opts.logger.warn("could not keep the engine build in the models directory; the next npm ci will build it again", {message: err.message});
+        return [];
+      });
+      if (kept.length > 0) opts.logger.info("engine build kept in the models directory (survives npm ci)", {builds: kept.join(",")});
+    }
     const model = opts.model ?? await llama.loadModel({modelPath: opts.modelPath, useMmap: true, defaultContextFlashAttention: opts.flashAttention});
     const contextSize = Math.min(opts.contextSize, model.trainContextSize);
     const policy = newBatchPolicyState();
