@@ -3,11 +3,15 @@
 // final assistant message, and a split of the prompt into template text and client text so that
 // special-token text typed by a client is never parsed as a special token.
 import {createHash, randomBytes} from "node:crypto";
+import {detectFamily, generic, type ModelFamily} from "./families/index.ts";
+import {jsRenderer, nativeRenderer, parseErrorLine, type NativeJinjaFactory, type TemplateRenderer} from "./renderer.ts";
 import {buildSegments, Markers, type LocatedText, type Segment} from "./segments.ts";
 import {templateMessages, templateTools, type InputOptions} from "./template-input.ts";
-import {compileTemplate, isReservedName, runTemplate, TemplateRenderError} from "./template-env.ts";
+import {isReservedName, TemplateRenderError} from "./template-env.ts";
+import {engineFails, probeReplyHeader, probeToolCall, selfCheck, type Renders} from "./template-probes.ts";
 
 export {TemplateRenderError};
+export type {NativeJinjaFactory};
 
 export type Role = "system" | "developer" | "user" | "assistant" | "tool";
 
@@ -57,19 +61,33 @@ const ROLES: ReadonlySet<string> = new Set(["system", "developer", "user", "assi
 /** Variables the server sets; chat_template_kwargs may not replace them (enable_thinking it may). */
 const SERVER_VARIABLES = new Set(["messages", "add_generation_prompt", "bos_token", "eos_token", "tools"]);
 
-type Program = ReturnType<typeof compileTemplate>;
+export interface TemplateOptions {
+  bosToken: string;
+  eosToken: string;
+  /** Where the text came from (gguf:tokenizer.chat_template, a file path), for messages. */
+  origin: string;
+  /** llama.cpp's Jinja engine, for templates the JS engine cannot run (renderer.ts); absent: JS only. */
+  native?: NativeJinjaFactory;
+  /** GGUF metadata family detection may use. */
+  metadata?: {architecture: string | null; modelName: string | null};
+}
 
 export class ChatTemplate {
   readonly sha256: string;
   readonly supportsDeveloperRole: boolean;
   readonly supportsTools: boolean;
+  /** The template has an enable_thinking switch (it is passed as true unless the request turns it off). */
   readonly supportsThinking: boolean;
   private checkResult = "ok";
   private argsAsObject = false;
+  /** Detected at creation from the template text, how it renders a call, and the GGUF metadata. */
+  family: ModelFamily = generic;
+  /** The text that opens an assistant turn (what add_generation_prompt appends), or null when not plain. */
+  replyHeader: string | null = null;
 
   private constructor(
-    private readonly program: Program,
-    /** The template text (the pipeline reads the tool-call syntax from it). */
+    private renderer: TemplateRenderer,
+    /** The template text (the family is detected from it). */
     readonly source: string,
     private readonly bosToken: string,
     private readonly eosToken: string,
@@ -81,32 +99,26 @@ export class ChatTemplate {
     this.supportsThinking = /\benable_thinking\b/.test(source);
   }
 
-  /** Throws TemplateRenderError only when the template does not parse; render problems go to `check`. */
-  static create(source: string, opts: {bosToken: string; eosToken: string; origin: string}): ChatTemplate {
-    const template = new ChatTemplate(compileTemplate(source, opts.origin), source, opts.bosToken,
-      opts.eosToken, opts.origin);
-    if (source.includes("tool_calls")) template.argsAsObject = template.probeArgumentsAsObject();
-    template.checkResult = template.selfCheck();
-    template.replyHeader = template.probeReplyHeader();
+  /**
+   * Throws TemplateRenderError only when the template does not parse on any engine (the message names the origin
+   * and, where it can be found, the line); render problems go to `check`.
+   */
+  static create(source: string, opts: TemplateOptions): ChatTemplate {
+    const template = new ChatTemplate(pickRenderer(source, opts), source, opts.bosToken, opts.eosToken, opts.origin);
+    let probe = probeToolCall(template, (asObject) => (template.argsAsObject = asObject));
+    template.family = detectFamily({source, architecture: opts.metadata?.architecture ?? null, modelName: opts.metadata?.modelName ?? null,
+      renderedCall: probe.rendered});
+    const wanted = template.family.input.argumentsAsObject;
+    if (wanted !== undefined && wanted !== probe.asObject) probe = probeToolCall(template, (asObject) => (template.argsAsObject = asObject), wanted);
+    template.argsAsObject = probe.asObject;
+    template.checkResult = selfCheck(template);
+    template.replyHeader = probeReplyHeader(template);
     return template;
   }
 
-  /**
-   * The text that opens an assistant turn (what add_generation_prompt appends, e.g. "<|im_start|>assistant\n"),
-   * or null when the template's output does not show it plainly. A reply starts right after it.
-   */
-  replyHeader: string | null = null;
-
-  private probeReplyHeader(): string | null {
-    try {
-      const conversation: TemplateMessage[] = [{role: "user", content: "svc probe question"}];
-      const without = this.render(conversation, {addGenerationPrompt: false, continueFinalMessage: false}).text;
-      const withPrompt = this.render(conversation, {addGenerationPrompt: true, continueFinalMessage: false}).text;
-      const header = withPrompt.startsWith(without) ? withPrompt.slice(without.length) : "";
-      return header.trim() === "" ? null : header;
-    } catch {
-      return null;
-    }
+  /** Which Jinja engine runs this template (renderer.ts). */
+  get engine(): "js" | "native" {
+    return this.renderer.engine;
   }
 
   /** "ok", or why the template failed the self-check run at creation. */
@@ -114,11 +126,7 @@ export class ChatTemplate {
     return this.checkResult;
   }
 
-  /**
-   * Tool-call arguments are handed to the template as a parsed object rather than the JSON string
-   * the client sent. Detected at creation: templates written for transformers often print
-   * `arguments | tojson`, which would double-encode a string (llama.cpp detects the same thing).
-   */
+  /** Tool-call arguments reach the template as a parsed object rather than the client's JSON string. */
   get toolArgumentsAsObject(): boolean {
     return this.argsAsObject;
   }
@@ -129,7 +137,7 @@ export class ChatTemplate {
     // The sentinel goes after the final content so that a template which trims or rewrites content
     // still leaves a fixed point to cut at, and an empty partial is still found.
     const sentinel = opts.continueFinalMessage ? `SVCEND${nonce}X` : undefined;
-    const base = {mapDeveloper: !this.supportsDeveloperRole, argumentsAsObject: this.argsAsObject, finalSuffix: sentinel};
+    const base = {mapDeveloper: !this.supportsDeveloperRole, argumentsAsObject: this.argsAsObject, finalSuffix: sentinel, needs: this.family.input};
     const identity = (s: string) => s;
     const text = this.renderCut({...base, wrap: identity, wrapStructured: true}, messages, opts, sentinel);
 
@@ -154,11 +162,14 @@ export class ChatTemplate {
       eos_token: this.eosToken,
     };
     if (opts.tools !== undefined) vars.tools = templateTools(opts.tools, input);
-    if (opts.enableThinking !== undefined) vars.enable_thinking = opts.enableThinking;
+    // Thinking is on unless the request turns it off, as llama.cpp's server does: some templates (DeepSeek V3.1,
+    // QwQ as llama.cpp ships it) read an unset switch as off.
+    const thinking = opts.enableThinking ?? (this.supportsThinking ? true : undefined);
+    if (thinking !== undefined) vars.enable_thinking = thinking;
     // kwargs values are not marked as client text: templates compare them (reasoning_effort ==
     // "high"), and markers would change those branches. They are control values, not content.
     for (const [key, value] of Object.entries(opts.kwargs ?? {})) vars[key] = value;
-    const out = runTemplate(this.program, vars);
+    const out = this.renderer.render(vars);
     if (sentinel === undefined) return out;
     const cut = out.lastIndexOf(sentinel);
     if (cut < 0) {
@@ -167,54 +178,48 @@ export class ChatTemplate {
     }
     return out.slice(0, cut);
   }
+}
 
-  private probeArgumentsAsObject(): boolean {
-    const args = '{"svc_probe_arg":"svc_probe_value"}';
-    const probe: TemplateMessage[] = [
-      {role: "user", content: "svc probe question"},
-      // Nine alphanumerics: Mistral-family templates reject any other tool-call id.
-      {role: "assistant", content: "", tool_calls: [{id: "svcprobe1", type: "function", function: {name: "svc_probe_fn", arguments: args}}]},
-    ];
-    const attempt = (asObject: boolean): string | undefined => {
-      const saved = this.argsAsObject;
-      this.argsAsObject = asObject;
-      try {
-        return this.render(probe, {addGenerationPrompt: false, continueFinalMessage: false}).text;
-      } catch {
-        return undefined;
-      } finally {
-        this.argsAsObject = saved;
-      }
-    };
-    if (attempt(false)?.includes(args)) return false;
-    return attempt(true)?.includes("svc_probe_value") ?? false;
+/**
+ * The JS engine unless it cannot run the template and llama.cpp's can: it fails to parse it, or fails (not by the
+ * template's own raise_exception) on a conversation with every feature.
+ */
+function pickRenderer(source: string, opts: TemplateOptions): TemplateRenderer {
+  let js: TemplateRenderer | null = null;
+  let jsError: TemplateRenderError | null = null;
+  try {
+    js = jsRenderer(source, opts.origin);
+  } catch (err) {
+    if (!(err instanceof TemplateRenderError)) throw err;
+    const line = parseErrorLine(source, opts.origin);
+    jsError = new TemplateRenderError(line === null ? err.message : `${err.message} (line ${line})`);
   }
+  if (js !== null && (!opts.native || engineFails(rendersWith(js, opts)) === null)) return js;
+  if (!opts.native) throw jsError!;
+  let native: TemplateRenderer;
+  try {
+    native = nativeRenderer(opts.native, source, opts.origin);
+  } catch (err) {
+    if (js !== null) return js;
+    throw new TemplateRenderError(`${jsError!.message}; ${(err as Error).message}`);
+  }
+  if (js !== null && engineFails(rendersWith(native, opts)) !== null) return js;
+  return native;
+}
 
-  private selfCheck(): string {
-    const conversation: TemplateMessage[] = [
-      {role: "system", content: "svc probe system text"},
-      {role: "user", content: "svc probe first question"},
-      {role: "assistant", content: "svc probe first answer"},
-      {role: "user", content: "svc probe second question"},
-    ];
-    try {
-      const {text} = this.render(conversation, {addGenerationPrompt: true, continueFinalMessage: false});
-      const missing = conversation.filter((m) => !text.includes(m.content)).map((m) => m.content);
-      if (missing.length > 0) return `probe conversation renders without ${missing.map((t) => `"${t}"`).join(", ")}`;
-    } catch (err) {
-      return `probe conversation fails to render: ${(err as Error).message}`;
-    }
-    const partial = "svc probe partial answer";
-    try {
-      const {text} = this.render([{role: "user", content: "svc probe question"}, {role: "assistant", content: partial}],
-        {addGenerationPrompt: false, continueFinalMessage: true});
-      if (!text.includes("svc probe question")) return "continue-final probe renders without the user message";
-      if (!text.endsWith(partial)) return "continue-final probe does not end with the partial assistant text";
-    } catch (err) {
-      return `continue-final probe fails to render: ${(err as Error).message}`;
-    }
-    return "ok";
-  }
+/** A bare renderer as the probes see it (no family yet: defaults for the input). */
+function rendersWith(renderer: TemplateRenderer, opts: TemplateOptions): Renders {
+  return {
+    render: (messages, o) => {
+      validate(messages, o);
+      const input: InputOptions = {mapDeveloper: false, argumentsAsObject: o.argumentsAsObject === true, wrap: (s) => s, wrapStructured: false,
+        needs: generic.input};
+      const vars: Record<string, unknown> = {messages: templateMessages(messages, input), add_generation_prompt: o.addGenerationPrompt,
+        bos_token: opts.bosToken, eos_token: opts.eosToken};
+      if (o.tools !== undefined) vars.tools = o.tools;
+      return {text: renderer.render(vars)};
+    },
+  };
 }
 
 /** Shape errors are the client's; messages name the request field. */

@@ -7,6 +7,13 @@ import {Environment, Interpreter, parse, tokenize} from "@huggingface/jinja";
 /** A chat template could not be parsed or rendered; the message is safe to show to the client. */
 export class TemplateRenderError extends Error {
   override name = "TemplateRenderError";
+  /** The template itself refused the input (raise_exception), as opposed to the engine failing to run it. */
+  readonly raised: boolean;
+
+  constructor(message: string, opts: {raised?: boolean} = {}) {
+    super(message);
+    this.raised = opts.raised === true;
+  }
 }
 
 type Program = ReturnType<typeof parse>;
@@ -36,7 +43,7 @@ export function runTemplate(program: Program, vars: Record<string, unknown>): st
     true: true, false: false, none: null, True: true, False: false, None: null,
     range: pyRange,
     raise_exception: (message: unknown) => {
-      throw new TemplateRenderError(String(message ?? "chat template raised an exception"));
+      throw new TemplateRenderError(String(message ?? "chat template raised an exception"), {raised: true});
     },
     strftime_now: (format: unknown) => strftime(new Date(), String(format)),
   };

@@ -2,6 +2,7 @@
 // serves the real rendering (wrap = identity) and the marker rendering used to locate client text
 // (wrap = Markers.wrap), so both see identical structure and differ only in the wrapped strings.
 import type {TemplateMessage} from "./chat-template.ts";
+import type {TemplateInputNeeds} from "./families/family.ts";
 
 export interface InputOptions {
   /** The template has no notion of "developer": send those messages as system messages. */
@@ -17,6 +18,8 @@ export interface InputOptions {
    * rendering failed: templates validate those more often than they validate content.
    */
   wrapStructured: boolean;
+  /** What the model family's template expects (ids, where earlier reasoning goes). */
+  needs: TemplateInputNeeds;
 }
 
 type Json = Record<string, unknown>;
@@ -56,14 +59,16 @@ function isInstruction(m: TemplateMessage): boolean {
 function templateMessage(m: TemplateMessage, o: InputOptions, isLast: boolean): Json {
   const wrapS = o.wrapStructured ? o.wrap : (s: string) => s;
   const role = m.role === "developer" && o.mapDeveloper ? "system" : m.role;
-  const out: Json = {role, content: o.wrap(m.content) + (isLast && o.finalSuffix ? o.finalSuffix : "")};
+  const content = o.wrap(m.content) + (isLast && o.finalSuffix ? o.finalSuffix : "");
+  const out: Json = {role, content};
   if (m.name !== undefined) out.name = wrapS(m.name);
-  if (m.reasoning_content !== undefined) out.reasoning_content = o.wrap(m.reasoning_content);
+  if (m.reasoning_content !== undefined) placeReasoning(out, o.wrap(m.reasoning_content), content, o.needs);
   // Ids are not wrapped: templates such as Mistral's check their exact length.
-  if (m.tool_call_id !== undefined) out.tool_call_id = m.tool_call_id;
+  const id = o.needs.toolCallId ?? ((s: string) => s);
+  if (m.tool_call_id !== undefined) out.tool_call_id = id(m.tool_call_id);
   if (m.tool_calls !== undefined) {
     out.tool_calls = m.tool_calls.map((c) => ({
-      id: c.id,
+      id: id(c.id),
       type: c.type,
       function: {
         name: wrapS(c.function.name),
@@ -72,6 +77,23 @@ function templateMessage(m: TemplateMessage, o: InputOptions, isLast: boolean): 
     }));
   }
   return out;
+}
+
+/** An earlier turn's reasoning, where the family's template reads it. */
+function placeReasoning(out: Json, reasoning: string, content: string, needs: TemplateInputNeeds): void {
+  switch (needs.reasoning) {
+    case "reasoning_content":
+      out.reasoning_content = reasoning;
+      return;
+    case "thinking":
+      out.thinking = reasoning;
+      return;
+    case "content-blocks":
+      out.content = [{type: "thinking", thinking: reasoning}, ...(content === "" ? [] : [{type: "text", text: content}])];
+      return;
+    case "none":
+      return;
+  }
 }
 
 function templateArguments(args: string, asObject: boolean, wrap: (s: string) => string): unknown {

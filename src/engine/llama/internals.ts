@@ -166,6 +166,19 @@ export function setNextBatchThreads(context: LlamaContext, threads: number): voi
 }
 
 /**
+ * `Llama._bindings.AddonJinjaRenderer`: llama.cpp's own Jinja engine (common/jinja), compiled into the addon.
+ * node-llama-cpp falls back to it when @huggingface/jinja cannot parse a template; svc does the same for
+ * templates the JS engine cannot run (src/templates/renderer.ts). `new AddonJinjaRenderer(source)` compiles,
+ * `.render(vars)` renders a plain object of variables.
+ */
+export function nativeJinja(llama: Llama): (source: string) => {render(vars: Record<string, unknown>): string} {
+  const ctor = (llama as unknown as {_bindings?: {AddonJinjaRenderer?: new (source: string) => {render(vars: Record<string, unknown>): string}}})
+    ._bindings?.AddonJinjaRenderer;
+  if (typeof ctor !== "function") throw new Error("node-llama-cpp internal Llama._bindings.AddonJinjaRenderer is missing; svc needs node-llama-cpp " + PINNED_NODE_LLAMA_CPP);
+  return (source) => new ctor(source);
+}
+
+/**
  * node-llama-cpp's folder of builds from source: `<package>/llama/localBuilds/<build name>`, a build being
  * complete when `Release/llama-addon.node`, `Release/_nlcBuildMetadata.json` and `buildDone.status` exist (what
  * its getLocalBuildBinaryPath checks). Not part of its API; engine-build-store.ts copies such folders in and out
@@ -196,5 +209,6 @@ export const INTERNAL_MEMBERS = [
   "LlamaContextSequence._abortTokenPredictor",
   "LlamaContext._idealThreads",
   "LlamaContext._threadSplitterConsumer._wantedThreads",
+  "Llama._bindings.AddonJinjaRenderer",
   "llama/localBuilds/<name>/{Release/llama-addon.node,Release/_nlcBuildMetadata.json,buildDone.status}",
 ] as const;

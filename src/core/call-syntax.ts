@@ -1,0 +1,92 @@
+// How a model family writes tool calls, as data. A family file (src/templates/families/) fills one of these;
+// the streaming reply parsers (src/pipeline/reply/) and the strict-tool grammars (src/grammar/tool-calls.ts) are
+// both built from it, so what the parser reads and what the grammar lets the model write cannot drift apart.
+//
+// Literal pieces carry the family's canonical layout (its newlines): the grammar writes exactly that layout;
+// the parsers compare markers with surrounding whitespace ignored, and treat a value's leading and trailing
+// newline as layout only where the canonical form has one.
+
+/** Calls written as JSON objects that hold the name and the arguments: Hermes `<tool_call>{...}</tool_call>`,
+ * Nemotron `<TOOLCALL>[...]</TOOLCALL>`, Llama 3's bare `{"name", "parameters"}`, the generic form. */
+export interface JsonCallSyntax {
+  shape: "json";
+  /** Opens the calls anywhere in content; null: calls only start the content (see `start`). */
+  opener: string | null;
+  /** With opener null: the JSON text that starts the calls where content starts, matched with JSON whitespace
+   * between the pieces. `consumed`: the pieces are an envelope around the calls (the generic form's
+   * `{"tool_calls": [`); otherwise they are the start of the first call object itself (Llama 3's `{"name"`). */
+  start?: {pieces: readonly string[]; consumed: boolean};
+  /** The calls sit in a JSON array (after the opener or the start); false: one object per opener. */
+  list: boolean;
+  /** Closes the region after the object or the array ("" = nothing; the generic form: `}`). */
+  close: string;
+  /** Keys the grammar writes; the parser also accepts the other spellings in `nameKeys` / `argsKeys`. */
+  nameKey: string;
+  argsKey: string;
+  /** Command R: a running id (`"0"`, `"1"`, ...) under this key, first in each object. */
+  idKey?: string;
+  /** Written between the opener and the object (Hermes: "\n"), and between the object and the close. */
+  pad: string;
+}
+
+/** Calls written as a name in markup followed by a JSON arguments object: Mistral `[TOOL_CALLS]name[ARGS]{...}`,
+ * DeepSeek, Kimi K2. */
+export interface NamedCallSyntax {
+  shape: "named";
+  /** Wraps all calls of a reply (DeepSeek `<｜tool▁calls▁begin｜>`...); null: each call stands alone. */
+  section: {open: string; close: string} | null;
+  /** Opens one call (inside the section, or in content without one). */
+  open: string;
+  /** Written before the name: "functions." (Kimi), "function<｜tool▁sep｜>" (DeepSeek R1). */
+  namePrefix: string;
+  /** Kimi: the name is followed by ":<index of the call>". */
+  nameIndex: boolean;
+  /** Mistral Small 3.2: an optional `[CALL_ID]<id>` after the name (read, never written). */
+  idMarker?: string;
+  /** Between the name and the arguments JSON. */
+  nameEnd: string;
+  /** After the arguments JSON: "\n```" (DeepSeek R1). */
+  argsEnd: string;
+  /** Closes one call ("" = the next call, the section's close or the end of the reply does). */
+  close: string;
+  /** Written between two calls. */
+  separator: string;
+}
+
+/** Calls whose parameters are written one by one in markup, string values raw: Qwen3-Coder / Qwen3.5, Seed-OSS,
+ * GLM 4.x, MiniMax M2, DeepSeek V3.2 (DSML). */
+export interface XmlCallSyntax {
+  shape: "xml";
+  /** Wraps the calls of a reply (MiniMax `<minimax:tool_call>`); null: each call stands alone. */
+  section: {open: string; close: string} | null;
+  /** Before the name: "<tool_call>\n<function=", "<invoke name=\"", "<tool_call>". */
+  open: string;
+  /** After the name: ">\n", "\">\n", "\n". */
+  nameEnd: string;
+  /** Before a parameter's key: "<parameter=", "<parameter name=\"", "<arg_key>". */
+  keyOpen: string;
+  /** Between key and value: ">\n", "\">", "</arg_key>\n<arg_value>". DSML writes an attribute saying whether
+   * the value is a string: then the string and the JSON form differ. */
+  keyEnd: string | {string: string; json: string};
+  /** After a value: "\n</parameter>\n", "</parameter>\n", "</arg_value>\n". */
+  valueEnd: string;
+  /** After the last parameter: "</function>\n</tool_call>", "</invoke>\n", "</tool_call>". */
+  close: string;
+  /** Written between two calls (outside a section: after one call's close, before the next open). */
+  separator: string;
+}
+
+/** A family whose replies need a parser of their own (gpt-oss harmony channels, Gemma 4's argument syntax). */
+export interface CustomCallSyntax {
+  shape: "custom";
+  /** Names the parser in src/pipeline/reply/ and the grammar in src/grammar/ that implement it. */
+  kind: "harmony" | "gemma4";
+}
+
+export type CallSyntax = JsonCallSyntax | NamedCallSyntax | XmlCallSyntax | CustomCallSyntax;
+
+/** A reasoning block's markers. */
+export interface ReasoningSyntax {
+  open: string;
+  close: string;
+}
