@@ -15,6 +15,7 @@ import {createMetrics} from "./observability/metrics.ts";
 import {ServerStats} from "./observability/server-stats.ts";
 import {CodingAgentMap} from "./sessions/coding-agent.ts";
 import {registerTokenizeRoutes} from "./api/ops/tokenize-routes.ts";
+import {registerApplyTemplateRoute} from "./api/ops/apply-template-route.ts";
 import {buildServer} from "./api/server.ts";
 import type {Config} from "./config/config.ts";
 import {newCounters} from "./observability/counters.ts";
@@ -58,6 +59,7 @@ export async function createApp(config: Config, models: {main: ModelHandle; side
   registerMessagesRoutes(server, deps);
   registerStateRoutes(server, deps);
   registerTokenizeRoutes(server, deps);
+  registerApplyTemplateRoute(server, deps);
   registerHandleRoutes(server, main.sessions);
   if (side) registerSideRoutes(server, deps, side);
   registerMetricsRoute(server, createMetrics({

@@ -2,10 +2,13 @@
 // its disk tier and session registry, and the side models of SVC_NPU_MODELS on the same Llama. Part of the
 // composition root (app.ts wires routes around whatever handles it is given; tests give it others).
 
+import {readFileSync} from "node:fs";
 import {join} from "node:path";
 import {buildModelHandle, type ModelHandle} from "./pipeline/model-handle.ts";
-import type {Config} from "./config/config.ts";
+import {ConfigError, type Config} from "./config/config.ts";
+import type {EngineInfo} from "./engine/engine.ts";
 import {DiskStore} from "./engine/kv/disk-store.ts";
+import {nativeJinja} from "./engine/llama/internals.ts";
 import {LlamaEngine} from "./engine/llama/llama-engine.ts";
 import {stateIdentity} from "./engine/llama/state-identity.ts";
 import {resolveModel} from "./models/resolve.ts";
@@ -15,35 +18,100 @@ import {inspectFineTune} from "./side-models/fine-tune.ts";
 import {parseSideModels} from "./side-models/registry.ts";
 import {RUNNER_FACTORIES} from "./side-models/runners.ts";
 import {SideModels} from "./side-models/side-models.ts";
-import {ChatTemplate, TemplateRenderError} from "./templates/chat-template.ts";
+import {ChatTemplate, TemplateRenderError, type NativeJinjaFactory} from "./templates/chat-template.ts";
 
 export interface LoadedModels {
   main: ModelHandle;
   side: SideModels | null;
 }
 
-function loadTemplate(engine: LlamaEngine, logger: Logger): ChatTemplate | null {
-  const source = engine.info.chatTemplate;
+/** The GGUF's own template, as `origin` names it (/health reports it as source "gguf"). */
+const GGUF_TEMPLATE_ORIGIN = "gguf:tokenizer.chat_template";
+
+/** SVC_CHAT_TEMPLATE's file, read before any model loads so a wrong path stops the start at once. */
+export interface TemplateFile {
+  path: string;
+  text: string;
+}
+
+const USE_OWN = "or unset SVC_CHAT_TEMPLATE to use the model's own template";
+
+/** A problem with SVC_CHAT_TEMPLATE, as a bad setting: main.ts prints it and exits with 2. */
+function templateFileError(path: string, problem: string): ConfigError {
+  return new ConfigError([`SVC_CHAT_TEMPLATE=${JSON.stringify(path)}: ${problem}`]);
+}
+
+/** Throws ConfigError when the file is missing, unreadable or empty. */
+export function readTemplateFile(path: string): TemplateFile {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (err) {
+    throw templateFileError(path, `cannot be read (${(err as Error).message}); give the path of a Jinja chat template file, ${USE_OWN}`);
+  }
+  if (text.trim() === "") throw templateFileError(path, `the file is empty; put a Jinja chat template in it, ${USE_OWN}`);
+  return {path, text};
+}
+
+/**
+ * "line N: does not parse: <JS engine's error> (llama.cpp's Jinja engine: <its error>)" from ChatTemplate.create's
+ * parse failure (each engine's part names the origin; the JS part ends with the line when it was found); the
+ * message as it is when it has another form.
+ */
+function parseFailure(message: string, origin: string): string {
+  const [js, native] = message.split(`; chat template from ${origin} failed to parse (llama.cpp Jinja): `) as [string, string?];
+  const prefix = `chat template from ${origin} failed to parse: `;
+  if (!js.startsWith(prefix)) return message;
+  let error = js.slice(prefix.length);
+  const line = / \(line (\d+)\)$/.exec(error);
+  if (line) error = error.slice(0, line.index);
+  return `${line ? `line ${line[1]}: ` : ""}does not parse: ${error}${native !== undefined ? ` (llama.cpp's Jinja engine: ${native})` : ""}`;
+}
+
+export interface TemplateInputs {
+  /** The model's tokens and GGUF metadata (its own template, BOS/EOS text, architecture and name). */
+  info: Pick<EngineInfo, "chatTemplate" | "bosText" | "eosText" | "architecture" | "modelName">;
+  /** llama.cpp's Jinja engine, for templates the JS engine cannot run; absent: JS only (the engine double). */
+  native?: NativeJinjaFactory;
+  /** SVC_CHAT_TEMPLATE's file, which replaces the GGUF's template; null: the GGUF's. */
+  file: TemplateFile | null;
+  logger: Logger;
+}
+
+/**
+ * The main model's chat template. The GGUF's own one that is missing or does not parse gives null (a warning; the
+ * chat routes refuse, /v1/completions works); SVC_CHAT_TEMPLATE's file that does not parse stops the start
+ * (ConfigError), since the operator asked for it. A self-check failure only warns either way.
+ */
+export function loadChatTemplate(inputs: TemplateInputs): ChatTemplate | null {
+  const {info, file, logger} = inputs;
+  const source = file ? file.text : info.chatTemplate;
   if (!source) {
-    logger.warn("the model has no chat template; /v1/chat/completions will refuse requests, /v1/completions works");
+    logger.warn("the model has no chat template; /v1/chat/completions will refuse requests, /v1/completions works (SVC_CHAT_TEMPLATE can supply one)");
     return null;
   }
+  const origin = file ? file.path : GGUF_TEMPLATE_ORIGIN;
+  let template: ChatTemplate;
   try {
-    const template = ChatTemplate.create(source, {bosToken: engine.info.bosText, eosToken: engine.info.eosText, origin: "gguf:tokenizer.chat_template"});
-    if (template.check !== "ok") logger.warn("chat template self-check failed", {check: template.check});
-    return template;
+    template = ChatTemplate.create(source, {bosToken: info.bosText, eosToken: info.eosText, origin, native: inputs.native,
+      metadata: {architecture: info.architecture, modelName: info.modelName}});
   } catch (err) {
-    if (err instanceof TemplateRenderError) {
-      logger.warn("the model's chat template cannot be used", {error: err.message});
-      return null;
-    }
-    throw err;
+    if (!(err instanceof TemplateRenderError)) throw err;
+    if (file) throw templateFileError(file.path, `${parseFailure(err.message, origin)}; fix the template, ${USE_OWN}`);
+    logger.warn("the model's chat template cannot be used; /v1/chat/completions will refuse requests (SVC_CHAT_TEMPLATE can replace it)",
+      {error: err.message});
+    return null;
   }
+  const fields = {source: file ? file.path : "gguf", family: template.family.id, engine: template.engine, sha256: template.sha256};
+  if (template.check !== "ok") logger.warn("chat template self-check failed", {...fields, check: template.check});
+  else logger.info("chat template", fields);
+  return template;
 }
 
 export async function loadModels(config: Config, logger: Logger): Promise<LoadedModels> {
-  // Parsed before any model loads, so a misspelt side-model id stops the start at once.
+  // Parsed and read before any model loads, so a misspelt side-model id or a wrong template path stops the start at once.
   const sideEntries = parseSideModels(config.npuModels);
+  const templateFile = config.chatTemplate ? readTemplateFile(config.chatTemplate) : null;
   const resolved = await resolveModel(config.model, {modelsDir: config.modelsDir, logger, progress: config.progress});
   logger.info("model ready", {path: resolved.path, sha256: resolved.sha256 ?? "not hashed (local path)"});
   const identity = await stateIdentity(resolved.path, resolved.sha256, config.ctxSize, config.flashAttention, config.engineBuild);
@@ -70,7 +138,7 @@ export async function loadModels(config: Config, logger: Logger): Promise<Loaded
   if (engine.info.contextSize < config.ctxSize) {
     logger.warn("SVC_CTX_SIZE is above the model's training context; using the training context", {asked: config.ctxSize, using: engine.info.contextSize});
   }
-  const template = loadTemplate(engine, logger);
+  const template = loadChatTemplate({info: engine.info, native: nativeJinja(engine.llama), file: templateFile, logger});
   if (config.forkMap && !config.fork) logger.warn("SVC_FORK_MAP has no effect without SVC_FORK=1 (sessions are off)");
   const sessions = config.fork
     ? await HandleRegistry.open({dir: config.cacheDir ? join(config.cacheDir, "handles") : null, maxHandles: config.forkHandles, ttlS: config.forkTtl,

@@ -11,11 +11,7 @@ async function main(): Promise<void> {
   try {
     config = loadConfig();
   } catch (err) {
-    if (err instanceof ConfigError) {
-      for (const p of err.problems) process.stderr.write(`svc: bad setting ${p}\n`);
-      process.stderr.write("svc: not started; fix the settings above (README.md lists every setting)\n");
-      process.exit(2);
-    }
+    if (err instanceof ConfigError) refuseSettings(err);
     throw err;
   }
   const logger = createLogger(config.logLevel);
@@ -27,6 +23,8 @@ async function main(): Promise<void> {
   try {
     app = await createApp(config, await loadModels(config, logger), logger);
   } catch (err) {
+    // A setting that names a file (SVC_CHAT_TEMPLATE) is found bad only when it is read.
+    if (err instanceof ConfigError) refuseSettings(err);
     if (err instanceof ModelSourceError) {
       logger.error(`no model: ${err.message}`);
       process.exit(3);
@@ -58,6 +56,13 @@ async function main(): Promise<void> {
   };
   process.on("SIGINT", () => void stop("SIGINT"));
   process.on("SIGTERM", () => void stop("SIGTERM"));
+}
+
+/** A bad setting stops the start with exit code 2, one line per problem. */
+function refuseSettings(err: ConfigError): never {
+  for (const p of err.problems) process.stderr.write(`svc: bad setting ${p}\n`);
+  process.stderr.write("svc: not started; fix the settings above (README.md lists every setting)\n");
+  process.exit(2);
 }
 
 void main();

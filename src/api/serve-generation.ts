@@ -82,6 +82,7 @@ export async function serveGeneration<Body>(deps: ServerDeps, model: ModelHandle
       }
     }
     try {
+      genRequest.streamed = opts.stream;
       run = await model.pipeline.start(genRequest);
       deps.stats.recordWait((performance.now() - t0) / 1000, true);
     } catch (err) {
@@ -156,6 +157,7 @@ export async function serveGeneration<Body>(deps: ServerDeps, model: ModelHandle
       totalRegions: st.regions.length,
       totalMs: performance.now() - t0,
       phases,
+      malformedCalls: run?.summary.malformedCalls ?? 0,
       error,
     });
   }

@@ -41,6 +41,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (problems.length > 0) throw new ConfigError(problems);
   out.modelsDir = expandHome(out.modelsDir as string);
   if (typeof out.cacheDir === "string") out.cacheDir = expandHome(out.cacheDir);
+  if (typeof out.chatTemplate === "string") out.chatTemplate = expandHome(out.chatTemplate);
   return out as Config;
 }
 

@@ -27,6 +27,9 @@ export interface JsonCallSyntax {
   idKey?: string;
   /** Written between the opener and the object (Hermes: "\n"), and between the object and the close. */
   pad: string;
+  /** Models trained on two forms write either inside the same opener (Qwen: Hermes JSON or XML after
+   * <tool_call>): the parser reads this form too when the opener is followed by something other than JSON. */
+  alsoReads?: XmlCallSyntax;
 }
 
 /** Calls written as a name in markup followed by a JSON arguments object: Mistral `[TOOL_CALLS]name[ARGS]{...}`,

@@ -81,6 +81,8 @@ export interface GenerationRequest {
   tools?: ToolsRequest | null;
   /** Named sessions (SVC_FORK=1): start from a kept state, keep the end state under a name. */
   session?: SessionNames | null;
+  /** The reply goes out as a stream (set by the route): then tool calls stream as written, unverified. */
+  streamed?: boolean;
   signal: AbortSignal;
 }
 

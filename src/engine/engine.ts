@@ -14,6 +14,8 @@ export interface EngineInfo {
   /** Front-end-independent engine identity, e.g. "node-llama-cpp 3.22.1 (llama.cpp v0.5.0)". */
   version: string;
   architecture: string;
+  /** general.name from the GGUF; null when the file has none. Chat-template family detection reads it. */
+  modelName: string | null;
   modelPath: string;
   /** Positions per region, as the context really allocated them. */
   contextSize: number;

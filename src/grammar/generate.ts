@@ -3,9 +3,41 @@
 // come from where the value is in the schema (`address-city`, `tags-item`, `node` for `#/$defs/node`),
 // so a grammar can be read next to its schema; composite values get rules, scalars are written inline.
 
+import {SchemaError} from "./errors.ts";
 import {alt, EMPTY, fitRepeats, lit, opt, ref, render, rep, RESERVED_NAMES, seq, star, type Expr} from "./gbnf.ts";
 import {stringExcept} from "./keys.ts";
 import type {Node, Prop} from "./normalize.ts";
+
+/** How values are spelled. JSON everywhere but in Gemma 4's tool calls, which have their own notation
+ * (tool-calls-gemma.ts): the walk over the schema and the member logic are the same, the leaves differ. */
+export interface Notation {
+  /** Whitespace after `{ [ , :` and before `} ]`. */
+  readonly ws: Expr;
+  /** Any value; any string; one member (any key, any value) of an object open to more. */
+  any(): Expr;
+  string(): Expr;
+  member(): Expr;
+  /** The body of a string of min..max characters. */
+  boundedString(min: number, max: number | null): Expr;
+  /** A listed (enum/const) value given as canonical JSON, as written; null when it cannot be written. */
+  literal(json: string): string | null;
+  /** A listed member's key as written before its colon. */
+  key(k: string): string;
+  /** The key of an extra member: any key but `keys` (none listed: any key). */
+  extraKey(keys: string[]): Expr;
+}
+
+export const JSON_NOTATION: Notation = {
+  ws: ref("ws"),
+  any: () => ref("value"),
+  string: () => ref("string"),
+  member: () => ref("member"),
+  // Length counts characters of the content; `char` is one character or one escape.
+  boundedString: (min, max) => seq(lit('"'), rep(ref("char"), min, max), lit('"')),
+  literal: (json) => json,
+  key: (k) => JSON.stringify(k),
+  extraKey: (keys) => (keys.length === 0 ? ref("string") : stringExcept(keys)),
+};
 
 export interface GenContext {
   root: Node;
@@ -15,10 +47,9 @@ export interface GenContext {
   tick(): void;
   /** Throws the "too many rules" error. */
   tooManyRules(count: number): never;
+  /** Default JSON. */
+  notation?: Notation;
 }
-
-const WS = ref("ws");
-const comma = (x: Expr) => seq(lit(","), WS, x);
 
 /** A name part from a key: runs of anything but letters and digits become one dash (GBNF names allow
  * only [a-zA-Z0-9-]); shortened so deep paths stay readable. */
@@ -44,8 +75,13 @@ export class Generator {
   readonly ruleTarget = new Map<string, string>();
   private readonly byBody = new Map<string, string>();
   private readonly used = new Set<string>(RESERVED_NAMES);
+  private readonly n: Notation;
+  private readonly comma: (x: Expr) => Expr;
 
-  constructor(private readonly ctx: GenContext) {}
+  constructor(private readonly ctx: GenContext) {
+    const n = (this.n = ctx.notation ?? JSON_NOTATION);
+    this.comma = (x) => seq(lit(","), n.ws, x);
+  }
 
   run(): void {
     this.targetRule.set("#", "root");
@@ -64,6 +100,15 @@ export class Generator {
   /** A reference to a rule for `body`: a new name from `hint`, or the rule that already has this body. */
   rule(hint: string, body: Expr): Expr {
     return ref(this.define(hint, body));
+  }
+
+  /** Rules that refer to each other (the states of an automaton): names are taken first, then `bodies`
+   * gets their references. Not shared by body: a state's body names the others. */
+  ruleGroup(hints: readonly string[], bodies: (refs: Expr[]) => Expr[]): Expr[] {
+    const names = hints.map((h) => this.allocate(h));
+    const refs = names.map(ref);
+    bodies(refs).forEach((body, i) => this.set(names[i]!, body));
+    return refs;
   }
 
   /** The root rule, in place of `run`. */
@@ -116,18 +161,20 @@ export class Generator {
   private expr(node: Node, hint: string): Expr {
     switch (node.k) {
       case "any":
-        return ref("value");
+        return this.n.any();
       case "number":
       case "integer":
       case "boolean":
       case "null":
         return ref(node.k);
       case "string":
-        if (node.min === 0 && node.max === null) return ref("string");
+        if (node.min === 0 && node.max === null) return this.n.string();
         // Named by its bounds, not its place: every string with the same bounds shares one rule.
         return ref(this.define(`string-${node.min}-${node.max ?? "inf"}`, this.body(node, hint)));
-      case "lits":
-        return node.texts.length === 1 ? lit(node.texts[0]!) : ref(this.define(hint, this.body(node, hint)));
+      case "lits": {
+        const texts = this.literals(node.texts);
+        return texts.length === 1 ? lit(texts[0]!) : ref(this.define(hint, alt(...texts.map(lit))));
+      }
       case "ref":
         return this.targetRef(node.target);
       default:
@@ -139,10 +186,9 @@ export class Generator {
   private body(node: Node, hint: string): Expr {
     switch (node.k) {
       case "string":
-        // Length counts characters of the content; `char` is one character or one escape.
-        return seq(lit('"'), rep(ref("char"), node.min, node.max), lit('"'));
+        return this.n.boundedString(node.min, node.max);
       case "lits":
-        return alt(...node.texts.map(lit));
+        return alt(...this.literals(node.texts).map(lit));
       case "union":
         return alt(...node.alts.map((a, i) => this.expr(a, `${hint}-${i}`)));
       case "array":
@@ -154,12 +200,20 @@ export class Generator {
     }
   }
 
+  /** Listed values as this notation writes them; those it cannot write are left out (JSON writes all). */
+  private literals(texts: string[]): string[] {
+    const out = texts.map((t) => this.n.literal(t)).filter((t): t is string => t !== null);
+    if (out.length === 0) throw new SchemaError(`schema: no listed value (${texts.join(", ")}) can be written in this notation`, "");
+    return out;
+  }
+
   private array(items: Node, min: number, max: number | null, hint: string): Expr {
+    const WS = this.n.ws;
     if (max === 0) return seq(lit("["), WS, lit("]"));
     let item = this.expr(items, child(hint, "item"));
     // The item is repeated; a rule reference keeps the repetition cheap for llama.cpp's parser.
     if (item.t !== "ref") item = ref(this.define(child(hint, "item"), item));
-    const more = rep(comma(item), Math.max(min - 1, 0), max === null ? null : max - 1);
+    const more = rep(this.comma(item), Math.max(min - 1, 0), max === null ? null : max - 1);
     const list = seq(item, more, WS);
     return min === 0 ? seq(lit("["), WS, opt(list), lit("]")) : seq(lit("["), WS, list, lit("]"));
   }
@@ -167,17 +221,17 @@ export class Generator {
   private object(props: Prop[], extra: Node | null, hint: string): Expr {
     const items: Item[] = props.map((p) => {
       const value = this.expr(p.node, child(hint, namePart(p.key, "key")));
-      return {kv: seq(lit(JSON.stringify(p.key) + ":"), WS, value), required: p.required, repeat: false, part: namePart(p.key, "key")};
+      return {kv: seq(lit(this.n.key(p.key) + ":"), this.n.ws, value), required: p.required, repeat: false, part: namePart(p.key, "key")};
     });
-    if (extra !== null) items.push({kv: ref(this.extraRule(props, extra, hint)), required: false, repeat: true, part: "extra"});
+    if (extra !== null) items.push({kv: this.extraRule(props, extra, hint), required: false, repeat: true, part: "extra"});
     return this.members(items, hint);
   }
 
   /** One extra key and its value. Key names exclude the listed keys (see keys.ts). */
-  private extraRule(props: Prop[], extra: Node, hint: string): string {
-    if (props.length === 0 && extra.k === "any") return "member";
-    const key = props.length === 0 ? ref("string") : ref(this.define(child(hint, "extra-key"), stringExcept(props.map((p) => p.key))));
-    return this.define(child(hint, "extra"), seq(key, lit(":"), WS, this.expr(extra, child(hint, "extra-value"))));
+  private extraRule(props: Prop[], extra: Node, hint: string): Expr {
+    if (props.length === 0 && extra.k === "any") return this.n.member();
+    const key = props.length === 0 ? this.n.extraKey([]) : ref(this.define(child(hint, "extra-key"), this.n.extraKey(props.map((p) => p.key))));
+    return ref(this.define(child(hint, "extra"), seq(key, lit(":"), this.n.ws, this.expr(extra, child(hint, "extra-value")))));
   }
 
   /**
@@ -188,6 +242,8 @@ export class Generator {
    * (`<object>-after-<key>`) so each remainder is written once rather than once per alternative.
    */
   private members(items: Item[], hint: string): Expr {
+    const WS = this.n.ws;
+    const comma = this.comma;
     const open = seq(lit("{"), WS);
     if (items.length === 0) return seq(open, lit("}"));
     const n = items.length;

@@ -24,8 +24,9 @@ export {REFUSED_KEYWORDS, UNENFORCED_KEYWORDS} from "./policy.ts";
 export {compileSchema, compileJsonObject, type CompileOptions, type CompiledSchema} from "./compile.ts";
 export {SchemaCache} from "./cache.ts";
 // Strict tool calls: one grammar per phase of a call, and the recogniser of each phase's end.
+// The syntax is a family's CallSyntax (src/core/call-syntax.ts): data, so this module stays pure.
 export {
-  afterCallGrammar, argumentGrammar, isToolName, MAX_STRICT_PARAMETERS, nextGenericCall, openGrammar, phaseBoundary,
-  strictEligibility, xmlRawParameters, type Boundary, type Eligibility, type Phase, type PhaseGrammar, type ToolSpec, type ToolSyntax,
+  afterCallGrammar, argumentGrammar, callOpeners, hasAfterPhase, isToolName, MAX_STRICT_PARAMETERS, openGrammar, phaseBoundary,
+  strictEligibility, xmlRawParameters, type Boundary, type CallSyntax, type Eligibility, type Phase, type PhaseGrammar, type ToolSpec,
 } from "./tool-calls.ts";
 export {TOOL_SCHEMA_UNENFORCED} from "./policy.ts";

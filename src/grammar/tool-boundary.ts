@@ -2,17 +2,27 @@
 // calls `phaseBoundary` with everything generated since; it answers null until the phase is complete,
 // then what the phase wrote. Every phase grammar ends exactly at its boundary (nothing may follow a
 // complete phase), so the text is valid for its phase and ends at the boundary once it is reached: this
-// only has to tell a complete phase from a prefix of one, and pull the names out. For the JSON syntaxes
-// that takes a small scanner (a `,` or `}` inside a value is not a boundary); for qwen-xml the value
-// language guarantees that the first "\n</parameter>" after the header is the end of the value.
+// only has to tell a complete phase from a prefix of one, and pull the names out.
+//
+// Open and after-call phases are matched whole, with a regular expression built from the syntax's literals
+// (anchored at both ends: a prefix of the phase never matches). Argument phases need scanners: in JSON a
+// `,` or `}` inside a value is not a boundary (tool-scan.ts); the xml and Gemma argument phases are in
+// tool-boundary-markup.ts.
 
-export type ToolSyntax = "qwen-xml" | "hermes" | "generic";
+import type {CallSyntax, JsonCallSyntax} from "../core/call-syntax.ts";
+import {gemmaArgument, xmlArgument} from "./tool-boundary-markup.ts";
+import {scanString, scanValue, skipWs} from "./tool-scan.ts";
+import {afterOpener, esc, GEMMA, HARMONY, NAME_CHARS, xmlPieces} from "./tool-syntax.ts";
+
+export type {CallSyntax} from "../core/call-syntax.ts";
 
 /** Which phase a grammar is for; each PhaseGrammar carries its own, to hand back to phaseBoundary. */
 export type Phase =
-  | {kind: "open"} // openGrammar / nextGenericCall: up to and including the tool name
-  | {kind: "argument"; strict: boolean} // argumentGrammar: one parameter, or the close of the call
-  | {kind: "after"}; // afterCallGrammar (generic): the next call's opening, or the end of the reply
+  | {kind: "open"; fromReplyStart: boolean} // openGrammar: up to and including the tool name's end
+  /** argumentGrammar: one parameter, or the close of the call. `first`: no parameter written yet; `json`
+   * (xml): the parameters whose values are JSON rather than raw text. */
+  | {kind: "argument"; strict: boolean; first: boolean; json: readonly string[]}
+  | {kind: "after"}; // afterCallGrammar: the next call's opening, or the end of the calls
 
 /** A tool as the phase grammars see it. `strict` means enforced: pass false for a strict tool that
  * strictEligibility refused, and it is served as a non-strict one. */
@@ -26,76 +36,119 @@ export interface ToolSpec {
 export type Boundary =
   | {kind: "named"; name: string} // an open phase named the tool
   | {kind: "parameter"; name: string} // one parameter written; more follow
-  | {kind: "closed"; name?: string} // the call ended; name: the parameter written in the same phase, if any (JSON syntaxes)
-  | {kind: "more"; name: string} // generic: another call opened, naming its tool
-  | {kind: "end"}; // generic: the reply's `]}` was written
+  | {kind: "closed"; name?: string} // the call ended; name: the parameter written in the same phase, if any (JSON-argument shapes)
+  | {kind: "more"; name: string} // after a call: another call opened, naming its tool
+  | {kind: "end"}; // after a call: the calls' list or section was closed
 
-const XML_CLOSE_VALUE = "\n</parameter>";
-const PARAMETER_OPEN = "<parameter=";
-const FUNCTION_OPEN = "<function=";
-
-export function phaseBoundary(syntax: ToolSyntax, phase: Phase, text: string): Boundary | null {
+export function phaseBoundary(syntax: CallSyntax, phase: Phase, text: string): Boundary | null {
   switch (phase.kind) {
-    case "open":
-      return syntax === "qwen-xml" ? xmlNamed(text) : jsonNamed(text);
+    case "open": {
+      const name = matchName(patterns(syntax)[phase.fromReplyStart ? "openFromStart" : "open"], text);
+      return name === null ? null : {kind: "named", name};
+    }
     case "argument":
-      return syntax === "qwen-xml" ? xmlArgument(text) : jsonArgument(syntax, phase.strict, text);
+      if (syntax.shape === "xml") return xmlArgument(syntax, phase, text);
+      if (syntax.shape === "custom" && syntax.kind === "gemma4") return gemmaArgument(phase.strict, text);
+      return jsonArgument(patterns(syntax).close!, phase.strict, text);
     case "after":
-      return afterCall(text);
+      return syntax.shape === "json" ? jsonAfter(syntax, text) : markupAfter(syntax, text);
   }
 }
 
-/** `<function=NAME>`: complete at the `>` (tool names never contain one). */
-function xmlNamed(text: string): Boundary | null {
-  const at = text.indexOf(FUNCTION_OPEN);
-  if (at < 0) return null;
-  const gt = text.indexOf(">", at);
-  return gt < 0 ? null : {kind: "named", name: text.slice(at + FUNCTION_OPEN.length, gt)};
+interface Patterns {
+  openFromStart: RegExp;
+  open: RegExp;
+  /** JSON-argument shapes: what follows the arguments object's `}` until the call ends. */
+  close?: RegExp;
+  /** After a call (named, xml): another call's opening / the end. */
+  more?: RegExp;
+  end?: RegExp;
 }
 
-/** `"name": "NAME", "arguments":` — complete at that colon. The name is decoded as a JSON string. */
-const NAMED = /"name"\s*:\s*("(?:[^"\\]|\\.)*")\s*,\s*"arguments"\s*:/;
+const cache = new WeakMap<object, Patterns>();
 
-function jsonName(text: string): string | null {
-  const m = NAMED.exec(text);
-  return m === null ? null : (JSON.parse(m[1]!) as string);
+const NAME = `([${NAME_CHARS}]{1,64})`;
+const whole = (re: string) => new RegExp(`^${re}$`);
+const optional = (s: string) => (s === "" ? "" : `(?:${esc(s)})?`);
+
+/** The regular expressions of one syntax, built once. */
+function patterns(syntax: CallSyntax): Patterns {
+  let p = cache.get(syntax);
+  if (p === undefined) {
+    p = build(syntax);
+    cache.set(syntax, p);
+  }
+  return p;
 }
 
-function jsonNamed(text: string): Boundary | null {
-  const name = jsonName(text);
-  return name === null ? null : {kind: "named", name};
+function build(s: CallSyntax): Patterns {
+  switch (s.shape) {
+    case "json": {
+      // The names of the call's members are what the open phase is recognised by (see jsonName).
+      const named = new RegExp(`"${esc(s.nameKey)}"\\s*:\\s*("(?:[^"\\\\]|\\\\.)*")\\s*,\\s*"${esc(s.argsKey)}"\\s*:`);
+      const close = `^\\s*\\}${!s.list && s.close !== "" ? `\\s*${esc(s.close)}` : ""}`;
+      return {openFromStart: named, open: named, close: new RegExp(close)};
+    }
+    case "named": {
+      const call = esc(s.namePrefix) + NAME + (s.nameIndex ? ":[0-9]+" : "") + esc(s.nameEnd);
+      const rest = afterOpener(s);
+      return {
+        openFromStart: whole(`\\s*${esc(s.section?.open ?? "")}${esc(s.open)}${call}`),
+        open: whole(`${optional(rest.lead)}${esc(rest.text)}${call}`),
+        close: new RegExp(`^${esc(s.argsEnd + s.close)}`),
+        more: whole(esc(s.section ? s.separator + s.open : s.open) + call),
+        end: s.section ? whole(esc(s.section.close)) : undefined,
+      };
+    }
+    case "xml": {
+      const p = xmlPieces(s);
+      const call = NAME + esc(p.nameEnd);
+      const rest = afterOpener(s);
+      return {
+        openFromStart: whole(`\\s*${esc(s.section?.open ?? "")}${esc(s.open)}${call}`),
+        open: whole(`${optional(rest.lead)}${esc(rest.text)}${call}`),
+        more: whole(`${optional(p.afterLead)}${esc(s.separator + s.open)}${call}`),
+        end: s.section ? whole(`${optional(p.afterLead)}${esc(s.section.close)}`) : undefined,
+      };
+    }
+    case "custom":
+      if (s.kind === "harmony") {
+        const call = esc(HARMONY.prefix) + NAME + esc(HARMONY.nameEnd);
+        return {openFromStart: whole(`${optional(HARMONY.start)}${esc(HARMONY.opener)}${call}`), open: whole(call), close: /^/};
+      }
+      return {openFromStart: whole(`\\s*${esc(GEMMA.opener + GEMMA.prefix)}${NAME}\\{`), open: whole(`${esc(GEMMA.prefix)}${NAME}\\{`)};
+  }
 }
 
-/** `,` and the next call's opening up to its `"arguments":`, or `] }` (the reply ends). */
-function afterCall(text: string): Boundary | null {
+/** The tool name the whole-phase pattern found (JSON: the name member's string, decoded). */
+function matchName(re: RegExp, text: string): string | null {
+  const m = re.exec(text);
+  if (m === null) return null;
+  return m[1]!.startsWith('"') ? (JSON.parse(m[1]!) as string) : m[1]!;
+}
+
+/** JSON list: `,` and the next call's opening up to its arguments key's colon, or `]` and the close. */
+function jsonAfter(s: JsonCallSyntax, text: string): Boundary | null {
   const i = skipWs(text, 0);
-  if (text[i] === "]") return /^\s*\]\s*\}/.test(text) ? {kind: "end"} : null;
+  if (text[i] === "]") return new RegExp(`^\\s*\\]${s.close === "" ? "" : `\\s*${esc(s.close)}`}`).test(text) ? {kind: "end"} : null;
   if (text[i] !== ",") return null;
-  const name = jsonName(text);
+  const name = matchName(patterns(s).open, text);
   return name === null ? null : {kind: "more", name};
 }
 
-function xmlArgument(text: string): Boundary | null {
-  const t = text.startsWith("\n") ? text.slice(1) : text;
-  if (t.startsWith("</function>")) return t.endsWith("</tool_call>") ? {kind: "closed"} : null;
-  if (!t.startsWith(PARAMETER_OPEN)) return null;
-  const gt = t.indexOf(">");
-  if (gt < 0) return null;
-  // The value starts after the header's newline; it never starts with the closer, so searching from
-  // that newline finds the end of the value (an empty value gives "\n\n</parameter>").
-  if (t.indexOf(XML_CLOSE_VALUE, gt + 1) < 0) return null;
-  return {kind: "parameter", name: t.slice(PARAMETER_OPEN.length, gt)};
+/** Sections (named, xml) and Mistral's unclosed calls: another call, or the section's close. Mistral's
+ * "end" is the end of the reply, never seen as text. */
+function markupAfter(s: CallSyntax, text: string): Boundary | null {
+  const p = patterns(s);
+  if (p.end?.test(text)) return {kind: "end"};
+  const name = p.more ? matchName(p.more, text) : null;
+  return name === null ? null : {kind: "more", name};
 }
 
-/** What follows the `}` of the arguments until the phase ends: the envelope's close. */
-const ENVELOPE_CLOSE: Record<"hermes" | "generic", RegExp> = {
-  hermes: /^\s*\}\s*<\/tool_call>/,
-  generic: /^\s*\}/,
-};
-
-function jsonArgument(syntax: "hermes" | "generic", strict: boolean, text: string): Boundary | null {
+/** JSON arguments, one pair per phase (strict) or the whole object (not), then `close` (see Patterns). */
+function jsonArgument(close: RegExp, strict: boolean, text: string): Boundary | null {
   const closed = (from: number, name?: string): Boundary | null =>
-    ENVELOPE_CLOSE[syntax].test(text.slice(from)) ? (name === undefined ? {kind: "closed"} : {kind: "closed", name}) : null;
+    close.test(text.slice(from)) ? (name === undefined ? {kind: "closed"} : {kind: "closed", name}) : null;
   let i = skipWs(text, 0);
   if (i >= text.length) return null;
   if (!strict) {
@@ -120,46 +173,4 @@ function jsonArgument(syntax: "hermes" | "generic", strict: boolean, text: strin
   if (text[i] === ",") return {kind: "parameter", name};
   if (text[i] === "}") return closed(i + 1, name);
   return null;
-}
-
-function skipWs(text: string, i: number): number {
-  while (i < text.length && (text[i] === " " || text[i] === "\n" || text[i] === "\t" || text[i] === "\r")) i++;
-  return i;
-}
-
-/** The index after the JSON string starting at `i`, or -1 when it is not finished. */
-function scanString(text: string, i: number): number {
-  if (text[i] !== '"') return -1;
-  for (let j = i + 1; j < text.length; j++) {
-    if (text[j] === "\\") j++;
-    else if (text[j] === '"') return j + 1;
-  }
-  return -1;
-}
-
-/** The index after the JSON value starting at `i`, or -1 when it is not finished. A scalar is only
- * finished once something follows it: "12" may still become "123". */
-function scanValue(text: string, i: number): number {
-  if (i >= text.length) return -1;
-  const c = text[i];
-  if (c === '"') return scanString(text, i);
-  if (c === "{" || c === "[") {
-    let depth = 0;
-    for (let j = i; j < text.length; j++) {
-      const d = text[j];
-      if (d === '"') {
-        j = scanString(text, j);
-        if (j < 0) return -1;
-        j--; // the loop's j++ lands after the string
-      } else if (d === "{" || d === "[") depth++;
-      else if (d === "}" || d === "]") {
-        depth--;
-        if (depth === 0) return j + 1;
-      }
-    }
-    return -1;
-  }
-  let j = i;
-  while (j < text.length && !",}] \t\n\r".includes(text[j]!)) j++;
-  return j < text.length ? j : -1;
 }

@@ -5,42 +5,53 @@
 // parameter per phase because a strict tool's parameters may come in any order: the pipeline passes the
 // set already written, which is how "every required parameter" and "no duplicate" hold across phases.
 //
-// Phases and where they start and end (WS is the bounded `ws` rule):
-//   openGrammar     qwen-xml  (WS "<tool_call>\n" | "\n"?) "<function=" NAME ">"           ends after ">"
-//                   hermes    [WS "<tool_call>"] WS "{" WS "\"name\"" WS ":" WS "\"NAME\"" WS "," WS
-//                             "\"arguments\"" WS ":"                                        ends after ":"
-//                   generic   [WS "{" WS "\"tool_calls\"" WS ":" WS "["] then the hermes call opening
-//   argumentGrammar qwen-xml  "\n"? ( "<parameter=P>\n" VALUE "\n</parameter>"              ends after "</parameter>"
-//                                   | "</function>" "\n"? "</tool_call>" )                  ends after "</tool_call>"
-//                   JSON      WS ["{" WS] ( "\"P\"" WS ":" WS VALUE WS ( "," | CLOSE ) | CLOSE )
-//                             CLOSE = "}" WS "}" WS "</tool_call>" (hermes) / "}" WS "}" (generic)
-//   afterCallGrammar generic  WS ( "," <call opening> | "]" WS "}" )                          ends after ":" / "}"
-// The bracketed parts, and the first choice for qwen-xml, are the fromReplyStart / first-phase variants. `,` is offered only while some
-// parameter is left to write, CLOSE only once every required one is written (the empty `{}` only in the
-// first phase): no phase can lead to a dead end, and a trailing comma is never possible.
+// A syntax is a family's CallSyntax (src/core/call-syntax.ts), data; the phases by shape (WS is the bounded
+// `ws` rule; [..] only from the reply's start; "lead": an optional layout newline, see tool-syntax.ts):
+//   openGrammar      json   [WS OPENER] [WS "["] CALL          CALL = WS "{" WS ["ID": "0",] "NAME": "get", "ARGS":
+//                           opener null: [WS "{" WS "\"tool_calls\"" WS ":" WS "["] CALL (the `start` pieces;
+//                           Llama 3's are the call's own start: CALL alone)                    ends after ":"
+//                    named  [WS SECTION.OPEN OPEN] PREFIX NAME [":" INDEX] NAMEEND                ends after NAMEEND
+//                    xml    [WS SECTION.OPEN OPEN] NAME NAMEEND (its tail newline is a lead)    ends after NAMEEND
+//                           (GLM 4.7 has no NAMEEND: the phase ends with the `<` that starts what follows)
+//                    harmony [[<|start|>assistant] <|channel|>commentary to=] functions.NAME <|constrain|>json<|message|>
+//                    gemma4 [WS <|tool_call>] call:NAME{
+//                    Not from the reply's start, the phase continues right after the opener the model wrote freely.
+//   argumentGrammar  JSON arguments (json, named, harmony): WS ["{" WS] ( "P" WS ":" WS VALUE WS ( "," | CLOSE ) | CLOSE )
+//                           CLOSE = "}" then json: WS "}" [WS CLOSEMARKER] (lists: the after phase closes them);
+//                           named: ARGSEND CLOSE; harmony: nothing (<|call|> ends the generation)
+//                    xml    lead ( KEYOPEN P KEYEND VALUE VALUEEND | CLOSE )    ends after VALUEEND / CLOSE
+//                    gemma4 ( P ":" VALUE ( "," | "}<tool_call|>" ) | "}<tool_call|>" )  (tool-calls-gemma.ts)
+//   afterCallGrammar json lists: WS ( "," CALL | "]" [WS CLOSEMARKER] ); sections: lead ( SEPARATOR OPEN NAME... |
+//                    SECTION.CLOSE ); Mistral (no close, no section): ( OPEN NAME NAMEEND )? — empty: the reply ends
+// Layout: literals are written exactly as the syntax data has them, with these exceptions, all kept from the
+// three syntaxes these grammars started with: WS wherever JSON allows whitespace and between a json syntax's
+// markers and its JSON (its `pad`); a reply may start with WS; a layout newline at the start of a phase (a
+// "lead") may be left out; in the xml shape the newlines between the close's tags may be left out.
+// `,` is offered only while some parameter is left to write, CLOSE only once every required one is written
+// (the empty `{}` only in the first phase): no phase can lead to a dead end, and a trailing comma is never
+// possible.
 //
 // Strict tools (the spec): enforced keywords as in structured output, every required parameter, no
 // undeclared one (an absent top-level additionalProperties counts as false); `pattern` and `format` are
 // accepted and not enforced; anything else unenforceable makes the tool ineligible (strictEligibility),
-// and the pipeline then serves it as a non-strict tool: name constrained, arguments any JSON object
-// (hermes/generic) or any parameters with raw text values (qwen-xml; a name already written cannot be
-// excluded there: GBNF has no "any name but these" short of spelling every name out, see keys.ts).
-//
-// qwen-xml values: a parameter whose schema allows only strings (type "string", string enum/const, a
-// union or $ref of those) is raw text, not quoted; any other is JSON from the ordinary compiler. Raw
-// text may not have a line that STARTS with "</parameter>" (mid-line it is fine): that is what makes
-// "\n</parameter>" an unambiguous end. A bounded raw string (minLength/maxLength) is one line, with its
-// length counted in characters; an unbounded one may span lines (see tool-build.ts for why).
+// and the pipeline then serves it as a non-strict tool: name constrained, arguments any JSON object (any
+// Gemma object), or any parameters with raw text values (xml; a name already written cannot be excluded
+// there: GBNF has no "any name but these" short of spelling every name out, see keys.ts).
 
+import type {CallSyntax} from "../core/call-syntax.ts";
 import {compileSchema, schemaKey, type CompileOptions} from "./compile.ts";
-import {invalid, SchemaError, seg} from "./errors.ts";
-import {alt, cls, lit, opt, ref, rep, seq, type Expr} from "./gbnf.ts";
-import {namePart} from "./generate.ts";
-import type {Phase, ToolSpec, ToolSyntax} from "./tool-boundary.ts";
-import {ToolBuild, toolSettings, WS, XML_CLOSER, type Settings} from "./tool-build.ts";
+import {SchemaError, seg} from "./errors.ts";
+import type {Expr} from "./gbnf.ts";
+import type {Phase, ToolSpec} from "./tool-boundary.ts";
+import {ToolBuild, toolSettings, type Settings} from "./tool-build.ts";
+import {gemmaAnyArguments, gemmaOpen, gemmaStrictArguments, gemmaNotation} from "./tool-calls-gemma.ts";
+import {jsonAnyArguments, jsonArgsAfter, jsonArgsOpen, jsonStrictArguments, type JsonArgsSyntax} from "./tool-calls-json.ts";
+import {xmlAfter, xmlAnyArguments, xmlOpen, xmlStrictArguments} from "./tool-calls-xml.ts";
+import {checkSyntax, hasAfterPhase} from "./tool-syntax.ts";
 
-export type {Boundary, Phase, ToolSpec, ToolSyntax} from "./tool-boundary.ts";
+export type {Boundary, CallSyntax, Phase, ToolSpec} from "./tool-boundary.ts";
 export {phaseBoundary} from "./tool-boundary.ts";
+export {callOpeners, hasAfterPhase} from "./tool-syntax.ts";
 
 export interface PhaseGrammar {
   gbnf: string;
@@ -55,8 +66,7 @@ export type Eligibility = {enforce: true} | {enforce: false; reason: string};
 /** More top-level parameters than this and a strict tool is served without enforcement. */
 export const MAX_STRICT_PARAMETERS = 32;
 
-const SYNTAXES: readonly ToolSyntax[] = ["qwen-xml", "hermes", "generic"];
-/** Tool names as OpenAI allows them; written verbatim inside JSON strings and XML tags, never escaped. */
+/** Tool names as OpenAI allows them; written verbatim inside JSON strings and markup, never escaped. */
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 
 export function isToolName(name: unknown): name is string {
@@ -84,17 +94,17 @@ class Lru {
 
 const CACHE = new Lru(256);
 
-function cached(inputs: Record<string, unknown>, s: Settings, phase: Phase, build: () => string): PhaseGrammar {
-  const key = schemaKey({grammar: "tool-call", ...inputs}, s);
+/** The key holds the syntax's data itself: two families with the same data share grammars, and a family
+ * whose data changes gets new ones. */
+function cached(syntax: CallSyntax, inputs: Record<string, unknown>, s: Settings, phase: Phase | (() => Phase), build: () => string): PhaseGrammar {
+  checkSyntax(syntax);
+  const key = schemaKey({grammar: "tool-call", syntax, ...inputs}, s);
   const hit = CACHE.get(key);
   if (hit !== undefined) return hit;
-  const out: PhaseGrammar = Object.freeze({gbnf: build(), key, phase});
+  const gbnf = build();
+  const out: PhaseGrammar = Object.freeze({gbnf, key, phase: Object.freeze(typeof phase === "function" ? phase() : phase)});
   CACHE.set(key, out);
   return out;
-}
-
-function checkSyntax(syntax: ToolSyntax): void {
-  if (!SYNTAXES.includes(syntax)) throw new TypeError(`tool-call syntax ${JSON.stringify(syntax)} is not one of ${SYNTAXES.join(", ")}`);
 }
 
 /** The names, checked, without repeats, sorted (so one set of tools is one grammar and one key). */
@@ -104,119 +114,93 @@ function toolNames(names: readonly string[]): string[] {
   return [...new Set(names)].sort();
 }
 
-/** `{ "name": "NAME", "arguments":` — the opening of one call object in the JSON syntaxes. */
-function callOpening(b: ToolBuild, names: string[]): Expr {
-  const name = b.rule("tool-name", alt(...names.map((n) => lit(`"${n}"`))));
-  return seq(WS, lit("{"), WS, lit('"name"'), WS, lit(":"), WS, name, WS, lit(","), WS, lit('"arguments"'), WS, lit(":"));
+/** gpt-oss writes its arguments as JSON: the JSON-argument builders serve it. */
+function jsonArgs(syntax: CallSyntax): JsonArgsSyntax | null {
+  if (syntax.shape === "json" || syntax.shape === "named") return syntax;
+  return syntax.shape === "custom" && syntax.kind === "harmony" ? "harmony" : null;
 }
 
-/** From the current position up to and including the tool name (see the header for each syntax).
- * fromReplyStart false: the model already wrote `<tool_call>` (qwen-xml, hermes) freely; for generic
- * it is the opening of a call object after a `,` (same as nextGenericCall). */
-export function openGrammar(syntax: ToolSyntax, names: readonly string[], opts: {fromReplyStart: boolean}, compile?: CompileOptions): PhaseGrammar {
-  checkSyntax(syntax);
+/** A ToolBuild in the syntax's value notation (Gemma's own, or JSON). */
+function builder(syntax: CallSyntax, parameters: unknown, s: Settings): ToolBuild {
+  return new ToolBuild(parameters, s, syntax.shape === "custom" && syntax.kind === "gemma4" ? gemmaNotation : undefined);
+}
+
+/** From the current position up to and including the tool name's end (see the header for each shape).
+ * fromReplyStart false: the model already wrote one of the syntax's openers (callOpeners) freely; for a
+ * json syntax without an opener it is the opening of another call object after a `,`. */
+export function openGrammar(syntax: CallSyntax, names: readonly string[], opts: {fromReplyStart: boolean}, compile?: CompileOptions): PhaseGrammar {
   const list = toolNames(names);
   const from = opts.fromReplyStart === true;
   const s = toolSettings(compile);
-  return cached({phase: "open", syntax, names: list, fromReplyStart: from}, s, {kind: "open"}, () => {
-    const b = new ToolBuild(null, s);
-    if (syntax === "qwen-xml") {
-      const name = b.rule("tool-name", alt(...list.map(lit)));
-      return b.finish(seq(from ? seq(WS, lit("<tool_call>\n")) : opt(lit("\n")), lit("<function="), name, lit(">")));
-    }
-    if (syntax === "hermes") return b.finish(seq(from ? seq(WS, lit("<tool_call>")) : lit(""), callOpening(b, list)));
-    const reply = seq(WS, lit("{"), WS, lit('"tool_calls"'), WS, lit(":"), WS, lit("["));
-    return b.finish(seq(from ? reply : lit(""), callOpening(b, list)));
+  return cached(syntax, {phase: "open", names: list, fromReplyStart: from}, s, {kind: "open", fromReplyStart: from}, () => {
+    const b = builder(syntax, null, s);
+    const json = jsonArgs(syntax);
+    if (json !== null) return b.finish(jsonArgsOpen(b, json, list, from));
+    if (syntax.shape === "xml") return b.finish(xmlOpen(b, syntax, list, from));
+    return b.finish(gemmaOpen(b, list, from));
   });
 }
-
-/** generic: the opening of another call object, for a pipeline that binds right after the `,`. */
-export function nextGenericCall(names: readonly string[], compile?: CompileOptions): PhaseGrammar {
-  return openGrammar("generic", names, {fromReplyStart: false}, compile);
-}
-
-/** What closes the call after the arguments object's own `}` (hermes: the envelope and its tag). */
-function envelopeClose(syntax: "hermes" | "generic"): Expr {
-  return syntax === "hermes" ? seq(lit("}"), WS, lit("</tool_call>")) : lit("}");
-}
-
-const XML_CALL_CLOSE = seq(lit("</function>"), opt(lit("\n")), lit("</tool_call>"));
 
 /**
  * The next parameter not in `written`, or the end of the call (only once every required parameter is
- * written). JSON syntaxes: `written` empty means the `{` is not written yet. A non-strict tool's
- * arguments are one phase in hermes/generic (any JSON object, then the close), and one parameter with
- * any name and raw text per phase in qwen-xml. Throws SchemaError for a strict tool whose schema is
+ * written). JSON arguments: `written` empty means the `{` is not written yet. A non-strict tool's
+ * arguments are one phase for JSON and Gemma arguments (any object, then the close), and one parameter with
+ * any name and raw text per phase in the xml shape. Throws SchemaError for a strict tool whose schema is
  * not enforceable (check strictEligibility first), TypeError for a `written` name not declared.
  */
-export function argumentGrammar(syntax: ToolSyntax, tool: ToolSpec, written: readonly string[], compile?: CompileOptions): PhaseGrammar {
-  checkSyntax(syntax);
+export function argumentGrammar(syntax: CallSyntax, tool: ToolSpec, written: readonly string[], compile?: CompileOptions): PhaseGrammar {
   const s = toolSettings(compile);
   const done = [...new Set(written)].sort();
-  if (!tool.strict) return cached({phase: "argument", syntax, strict: false}, s, {kind: "argument", strict: false}, () => anyArguments(syntax, s));
+  const first = done.length === 0;
+  if (!tool.strict) {
+    // Non-strict phases differ only by `first` in the xml shape (its lead); elsewhere they are one phase.
+    const xmlFirst = syntax.shape === "xml" && first;
+    const phase: Phase = {kind: "argument", strict: false, first: syntax.shape === "xml" ? first : true, json: []};
+    return cached(syntax, {phase: "argument", strict: false, first: xmlFirst}, s, phase, () => anyArguments(syntax, phase.first, s));
+  }
   const problem = structuralProblem(tool.parameters);
   if (problem !== null) throw new SchemaError(problem.reason, problem.path);
-  return cached({phase: "argument", syntax, strict: true, parameters: tool.parameters, written: done}, s, {kind: "argument", strict: true}, () =>
-    strictArguments(syntax, tool.parameters, done, s),
-  );
+  const inputs = {phase: "argument", strict: true, parameters: tool.parameters, written: done};
+  const build = () => {
+    const b = builder(syntax, tool.parameters, s);
+    for (const w of done) b.prop(w);
+    return b.finish(strictArguments(b, syntax, done));
+  };
+  // Which values are JSON (xml): the boundary scans those as JSON (they may hold the value-end tag in a string).
+  const phase = (): Phase => ({kind: "argument", strict: true, first, json: syntax.shape === "xml" ? xmlJsonParameters(tool.parameters, s) : []});
+  return cached(syntax, inputs, s, phase, build);
 }
 
-function anyArguments(syntax: ToolSyntax, s: Settings): string {
-  const b = new ToolBuild(null, s);
-  if (syntax !== "qwen-xml") return b.finish(seq(WS, ref("object"), WS, envelopeClose(syntax)));
-  const name = b.rule("parameter-name", rep(cls("[a-zA-Z0-9_.-]"), 1, null));
-  const parameter = seq(lit("<parameter="), name, lit(">\n"), b.rawText(), lit("\n" + XML_CLOSER));
-  return b.finish(seq(opt(lit("\n")), alt(parameter, XML_CALL_CLOSE)));
+function anyArguments(syntax: CallSyntax, first: boolean, s: Settings): string {
+  const b = builder(syntax, null, s);
+  const json = jsonArgs(syntax);
+  if (json !== null) return b.finish(jsonAnyArguments(json));
+  if (syntax.shape === "xml") return b.finish(xmlAnyArguments(b, syntax, first));
+  return b.finish(gemmaAnyArguments(b));
 }
 
-function strictArguments(syntax: ToolSyntax, parameters: unknown, written: string[], s: Settings): string {
-  const b = new ToolBuild(parameters, s);
-  for (const w of written) b.prop(w);
-  if (syntax === "qwen-xml") for (const p of b.props) checkXmlName(p.key);
-  const done = new Set(written);
-  const left = b.props.filter((p) => !done.has(p.key));
-  const requiredLeft = left.filter((p) => p.required).map((p) => p.key);
-  const hint = (key: string) => `arg-${namePart(key, "key")}`;
-  if (syntax === "qwen-xml") {
-    const params = left.map((p) => b.rule(hint(p.key), seq(lit(`<parameter=${p.key}>\n`), b.rawValue(p) ?? b.jsonValue(p), lit("\n" + XML_CLOSER))));
-    return b.finish(seq(opt(lit("\n")), alt(...params, ...(requiredLeft.length === 0 ? [XML_CALL_CLOSE] : []))));
-  }
-  const first = done.size === 0;
-  // After a `,` a pair must follow; the phase before offers `,` only when one is left.
-  if (!first && left.length === 0) throw new TypeError("every parameter is written: no phase follows the last one");
-  const close = seq(lit("}"), WS, envelopeClose(syntax));
-  const pairs = left.map((p) => {
-    const delims: Expr[] = [];
-    if (left.length > 1) delims.push(lit(","));
-    if (requiredLeft.every((r) => r === p.key)) delims.push(close);
-    return b.rule(hint(p.key), seq(lit(JSON.stringify(p.key)), WS, lit(":"), WS, b.jsonValue(p), WS, alt(...delims)));
-  });
-  const choices = first && requiredLeft.length === 0 ? [...pairs, close] : pairs;
-  return b.finish(seq(WS, first ? seq(lit("{"), WS) : lit(""), alt(...choices)));
-}
-
-/** qwen-xml writes parameter names bare inside `<parameter=...>`: one with `>` or a line break in it
- * would make the header ambiguous. */
-function checkXmlName(key: string): void {
-  if (key === "" || /[>\r\n]/.test(key)) {
-    throw invalid(seg("properties") + seg(key), `the parameter name ${JSON.stringify(key)} cannot be written in a qwen-xml tool call (empty, or it holds ">" or a line break)`);
-  }
+function strictArguments(b: ToolBuild, syntax: CallSyntax, written: string[]): Expr {
+  const json = jsonArgs(syntax);
+  if (json !== null) return jsonStrictArguments(b, json, written);
+  if (syntax.shape === "xml") return xmlStrictArguments(b, syntax, written);
+  return gemmaStrictArguments(b, written);
 }
 
 /**
- * generic only: after a call object closed. `more`: another call may follow: `,` and the next call's
- * opening up to its `"arguments":` ({kind: "more", name}); always: the end of the reply `]}` ({kind:
- * "end"}). qwen-xml and hermes need none: the pipeline handles what follows a call itself.
+ * After a call closed, for the syntaxes that have this phase (hasAfterPhase: JSON lists, sections, calls
+ * nothing closes). `more`: another call may follow ({kind: "more", name}, up to where an open phase would
+ * end); always: the end of the calls ({kind: "end"}; Mistral: the end of the reply, an empty text).
  */
-export function afterCallGrammar(syntax: ToolSyntax, opts: {more: boolean; names: readonly string[]}, compile?: CompileOptions): PhaseGrammar {
-  if (syntax !== "generic") throw new TypeError(`afterCallGrammar is for the generic syntax only, not ${JSON.stringify(syntax)}`);
+export function afterCallGrammar(syntax: CallSyntax, opts: {more: boolean; names: readonly string[]}, compile?: CompileOptions): PhaseGrammar {
+  checkSyntax(syntax);
+  if (!hasAfterPhase(syntax)) throw new TypeError(`tool-call syntax ${JSON.stringify(syntax)} has no after-call phase: what follows a call is free text`);
   const more = opts.more === true;
   const list = more ? toolNames(opts.names) : [];
   const s = toolSettings(compile);
-  return cached({phase: "after", syntax, more, names: list}, s, {kind: "after"}, () => {
-    const b = new ToolBuild(null, s);
-    const end = seq(lit("]"), WS, lit("}"));
-    return b.finish(seq(WS, more ? alt(seq(lit(","), callOpening(b, list)), end) : end));
+  return cached(syntax, {phase: "after", more, names: list}, s, {kind: "after"}, () => {
+    const b = builder(syntax, null, s);
+    if (syntax.shape === "xml") return b.finish(xmlAfter(b, syntax, more, list));
+    return b.finish(jsonArgsAfter(b, syntax as Exclude<CallSyntax, {shape: "xml" | "custom"}>, more, list));
   });
 }
 
@@ -248,10 +232,10 @@ function structuralProblem(parameters: unknown): {reason: string; path: string} 
  * Whether a strict tool's arguments can be enforced. Not when: the top level is not one object schema;
  * it allows undeclared parameters; it has more than MAX_STRICT_PARAMETERS parameters; it uses a refused
  * keyword other than pattern/format (the reason names the keyword and its path); or it does not compile
- * within the budgets. With `syntax`, that syntax's own limits count too (qwen-xml parameter names, its
- * first argument phase within the budgets).
+ * within the budgets. With `syntax`, that syntax's own limits count too (parameter names the xml shape or
+ * Gemma cannot write, values Gemma cannot write, its first argument phase within the budgets).
  */
-export function strictEligibility(parameters: unknown, syntax?: ToolSyntax, compile?: CompileOptions): Eligibility {
+export function strictEligibility(parameters: unknown, syntax?: CallSyntax, compile?: CompileOptions): Eligibility {
   const problem = structuralProblem(parameters);
   if (problem !== null) return {enforce: false, reason: problem.reason};
   try {
@@ -265,9 +249,14 @@ export function strictEligibility(parameters: unknown, syntax?: ToolSyntax, comp
   return {enforce: true};
 }
 
-/** qwen-xml: the parameters whose values are raw text (their schema allows only strings); every other
+/** xml shape: the parameters whose values are raw text (their schema allows only strings); every other
  * parameter's value is JSON. The pipeline decodes the arguments with this, so the two always agree. */
 export function xmlRawParameters(parameters: unknown, compile?: CompileOptions): string[] {
   const b = new ToolBuild(parameters, toolSettings(compile));
-  return b.props.filter((p) => b.rawValue(p) !== null).map((p) => p.key);
+  return b.props.filter((p) => b.isRaw(p)).map((p) => p.key);
+}
+
+function xmlJsonParameters(parameters: unknown, s: Settings): string[] {
+  const b = new ToolBuild(parameters, s);
+  return b.props.filter((p) => !b.isRaw(p)).map((p) => p.key);
 }

@@ -26,6 +26,8 @@ export interface RequestRecord {
   totalMs: number;
   /** Where the time went inside the engine, when it measured it. */
   phases?: EnginePhases | null;
+  /** Tool calls the model wrote whose syntax did not close (shown as text when not streamed). */
+  malformedCalls?: number;
   error?: string;
 }
 
@@ -57,6 +59,7 @@ export function requestLogFields(r: RequestRecord): Record<string, unknown> {
       f.outside_ms = Math.round(Math.max(0, r.timings.predicted_ms - p.engineMs));
     }
   }
+  if (r.malformedCalls) f.malformed_calls = r.malformedCalls;
   if (r.cache) f.cache = r.cache;
   if (r.regionId !== null) f.region = r.regionId;
   f.pool = `${r.busyRegions}/${r.totalRegions}`;

@@ -36,3 +36,50 @@ export class IncrementalDetokenizer {
     this.pending = [];
   }
 }
+
+/** The engine's detokenizer as the pipeline uses it. */
+export type EngineDetokenize = (tokens: readonly number[], opts: {special: boolean; context?: readonly number[]}) => string;
+
+/**
+ * A reply's text: special tokens are left out (an end-of-turn marker is not text), except the ones a model family
+ * writes its syntax with (gpt-oss channels, Mistral's [TOOL_CALLS], DeepSeek's call markers): the reply parser
+ * must see those, as llama.cpp's server keeps them for its own parsers.
+ */
+export function replyDetokenizer(detokenize: EngineDetokenize, visible: ReadonlySet<number>): Detokenize {
+  if (visible.size === 0) return (tokens, context) => detokenize(tokens, {special: false, context});
+  return (tokens, context) => {
+    if (!tokens.some((t) => visible.has(t))) return detokenize(tokens, {special: false, context});
+    let text = "";
+    let run: number[] = [];
+    let before = [...context];
+    const flush = () => {
+      if (run.length === 0) return;
+      text += detokenize(run, {special: false, context: before});
+      before = [...before, ...run];
+      run = [];
+    };
+    for (const t of tokens) {
+      if (!visible.has(t)) {
+        run.push(t);
+        continue;
+      }
+      flush();
+      text += detokenize([t], {special: true, context: before});
+      before = [...before, t];
+    }
+    flush();
+    return text;
+  };
+}
+
+/** The control tokens among `texts` (each text one token that a plain detokenization would drop). */
+export function visibleSpecialTokens(texts: readonly string[], tokenize: (text: string) => number[], detokenize: EngineDetokenize): Set<number> {
+  const out = new Set<number>();
+  for (const text of texts) {
+    const ids = tokenize(text);
+    if (ids.length !== 1) continue;
+    const id = ids[0]!;
+    if (detokenize([id], {special: false}) === "" && detokenize([id], {special: true}) === text) out.add(id);
+  }
+  return out;
+}

@@ -7,14 +7,14 @@ import {EngineCancelledError} from "../engine/errors.ts";
 import type {FinishReason, GenerationEvent, GenerationRequest, SessionOutcome, Timings, TokenAlternative, TokenLogprob, UsageCounts} from "../core/generation.ts";
 import type {DecodeEnd, DecodeStats, Engine, KeepHook, RegionLease, ResumeState} from "../engine/engine.ts";
 import type {ChatTemplate} from "../templates/chat-template.ts";
-import {randomBytes} from "node:crypto";
 import type {Logger} from "../observability/log.ts";
-import {IncrementalDetokenizer} from "./detokenizer.ts";
+import {IncrementalDetokenizer, replyDetokenizer, visibleSpecialTokens} from "./detokenizer.ts";
 import {commonPrefix, type CutPlan} from "../engine/kv/region-memory.ts";
 import type {TemplateMessage} from "../templates/chat-template.ts";
 import {buildPrompt, type BuiltPrompt} from "./prompt.ts";
-import {genericToolsPrompt, ReplyParser, type ReplyPart} from "./reply/index.ts";
-import {planReply, toolSyntaxOf, type ReplyPlan} from "./reply-plan.ts";
+import {genericToolsPrompt} from "./reply/index.ts";
+import {ReplyShaper, type ReplyRecord} from "./reply-shaper.ts";
+import {callSyntaxOf, familyOf, planReply, type ReplyPlan} from "./reply-plan.ts";
 import {ReplySteering} from "./steering.ts";
 import {StopMatcher} from "./stop-strings.ts";
 
@@ -49,6 +49,8 @@ export interface RunSummary {
   promptTokens: number;
   finishReason: FinishReason | "cancelled" | "error";
   stats: DecodeStats;
+  /** Calls the model wrote whose syntax did not close (the log line reports them). */
+  malformedCalls?: number;
 }
 
 export class GenerationRun implements AsyncIterable<GenerationEvent> {
@@ -66,6 +68,8 @@ export class GenerationRun implements AsyncIterable<GenerationEvent> {
     private readonly ticket: SessionTicket | null,
     /** Where the next prompt will cut inside this reply when it is sent back (see RegionLease.release). */
     private readonly replyCuts: (reply: ReplyRecord, generated: readonly number[]) => number[] = () => [],
+    /** Special tokens the family writes its syntax with, kept in the reply's text. */
+    private readonly visibleSpecials: ReadonlySet<number> = new Set(),
   ) {
     this.summary = {regionId: lease.regionId, promptTokens: promptTokens.length, finishReason: "error", stats: lease.stats};
   }
@@ -103,7 +107,7 @@ export class GenerationRun implements AsyncIterable<GenerationEvent> {
     this.started = true;
     const {engine, req, lease} = this;
     const stopIds = new Set([...engine.info.eogTokenIds, ...req.stopTokenIds]);
-    const detokenize = (tokens: readonly number[], context: readonly number[]) => engine.detokenize(tokens, {special: false, context});
+    const detokenize = replyDetokenizer((tokens, opts) => engine.detokenize(tokens, opts), this.visibleSpecials);
     const steering = this.plan.steering
       ? new ReplySteering(this.plan.steering, {push: textView(detokenize), tokenize: (text) => engine.tokenize(text, {special: true})})
       : null;
@@ -112,7 +116,7 @@ export class GenerationRun implements AsyncIterable<GenerationEvent> {
     const logprobs: TokenLogprob[] | null = req.logprobs ? [] : null;
     const detok = new IncrementalDetokenizer(detokenize);
     const stops = new StopMatcher(req.stop);
-    const reply = new ReplyShaper(this.plan, steering);
+    const reply = new ReplyShaper(this.plan, steering, req.streamed !== true);
     let end: DecodeEnd | null = null;
     let stoppedBy: string | number | null = null;
     const generated: number[] = [];
@@ -164,6 +168,7 @@ export class GenerationRun implements AsyncIterable<GenerationEvent> {
     // A reply whose calls were all written ends for them, as OpenAI reports it; one cut short is "length".
     const finishReason: FinishReason = reply.calls > 0 && ended && reply.callsComplete ? "tool_calls" : ended ? "stop" : "length";
     this.summary.finishReason = finishReason;
+    this.summary.malformedCalls = reply.malformed;
     const usage = {...usageOf(lease.stats), reasoningTokens: reply.reasoningTokens};
     yield {type: "done", finishReason, stoppedBy, usage, timings: timingsOf(lease.stats), logprobs};
   }
@@ -175,6 +180,8 @@ export class GenerationRun implements AsyncIterable<GenerationEvent> {
 
 export class GenerationPipeline {
   private readonly braceToken: number;
+  /** The control tokens the template's family writes its syntax with (detokenizer.ts: replyDetokenizer). */
+  private readonly visibleSpecials: ReadonlySet<number>;
 
   constructor(
     private readonly engine: Engine,
@@ -184,6 +191,8 @@ export class GenerationPipeline {
     private readonly sessions?: SessionPort | null,
   ) {
     this.braceToken = engine.tokenize("{", {special: false})[0] ?? -1;
+    this.visibleSpecials = visibleSpecialTokens(familyOf(template).preserved, (text) => engine.tokenize(text, {special: true}),
+      (tokens, opts) => engine.detokenize(tokens, opts));
   }
 
   /** Renders and checks the prompt, then waits for a region. Throws ApiError (400) or the engine's errors (busy, cancelled). */
@@ -211,7 +220,7 @@ export class GenerationPipeline {
       throw err;
     }
     return new GenerationRun(this.engine, lease, req, prompt.tokens, maxTokens, plan, cutPlan, ticket,
-      (reply, generated) => this.replyCuts(req, prompt.tokens, reply, generated));
+      (reply, generated) => this.replyCuts(req, prompt.tokens, reply, generated), req.prompt.kind === "chat" ? this.visibleSpecials : new Set());
   }
 
   /**
@@ -240,11 +249,16 @@ export class GenerationPipeline {
     return this.prompt(req).tokens.length;
   }
 
+  /** The exact text the model would see for this request (POST /apply-template); null for a token prompt. */
+  promptText(req: GenerationRequest): string | null {
+    return this.prompt(req).text;
+  }
+
   /** Templates with no tool support get the tools, and the generic call form, in a system message. */
   private prompt(req: GenerationRequest): BuiltPrompt {
     const spec = req.prompt;
     const tools = req.tools;
-    if (spec.kind !== "chat" || !tools || tools.choice.kind === "none" || toolSyntaxOf(this.template) !== "generic") {
+    if (spec.kind !== "chat" || !tools || tools.choice.kind === "none" || !callSyntaxOf(this.template).generic) {
       return buildPrompt(spec, this.engine, this.template);
     }
     const text = genericToolsPrompt(tools.tools, {parallel: tools.parallel});
@@ -274,88 +288,6 @@ export class GenerationPipeline {
 function textView(detokenize: (tokens: readonly number[], context: readonly number[]) => string): (token: number) => string {
   const detok = new IncrementalDetokenizer(detokenize);
   return (token) => detok.push(token);
-}
-
-export interface ReplyRecord {
-  reasoning: string;
-  content: string;
-  calls: {id: string; name: string; args: string}[];
-}
-
-/** Parsed reply parts → GenerationEvents: reasoning, content, tool calls; counts and the single-call stop. */
-class ReplyShaper {
-  private readonly parser: ReplyParser;
-  private readonly ids = new Map<number, string>();
-  reasoningTokens = 0;
-  calls = 0;
-  callsComplete = true;
-  /** The reply is over before its end-of-turn (its one allowed call closed). */
-  finished = false;
-  /** Content is dropped until the JSON answer starts (a preamble may come first). */
-  private awaitingJson: boolean;
-  /** The reply as its events give it, i.e. as a client sends it back. */
-  readonly record: ReplyRecord = {reasoning: "", content: "", calls: []};
-
-  constructor(private readonly plan: ReplyPlan, private readonly steering: ReplySteering | null) {
-    this.parser = new ReplyParser(plan.parser);
-    this.awaitingJson = steering !== null && plan.steering?.answer.kind === "schema";
-  }
-
-  *push(text: string): Generator<GenerationEvent> {
-    if (text) yield* this.events(this.parser.push(text));
-  }
-
-  countToken(): void {
-    if (this.parser.mode === "reasoning") this.reasoningTokens++;
-  }
-
-  *finish(): Generator<GenerationEvent> {
-    yield* this.events(this.parser.finish());
-  }
-
-  private *events(parts: ReplyPart[]): Generator<GenerationEvent> {
-    for (const part of parts) {
-      switch (part.kind) {
-        case "reasoning":
-          this.record.reasoning += part.text;
-          yield {type: "reasoning", text: part.text};
-          break;
-        case "content": {
-          // With a JSON answer after a free preamble, the preamble is dropped (the spec's rule): everything
-          // before the JSON's `{`, including preamble text the parser held back until the JSON came.
-          let text = part.text;
-          if (this.awaitingJson) {
-            if (!this.steering!.jsonStarted) break;
-            const brace = text.indexOf("{");
-            if (brace < 0) break;
-            text = text.slice(brace);
-            this.awaitingJson = false;
-          }
-          this.record.content += text;
-          yield {type: "text", text};
-          break;
-        }
-        case "call_start": {
-          if (this.plan.dropCalls) break;
-          const id = `call_${randomBytes(12).toString("hex")}`;
-          this.ids.set(part.index, id);
-          this.calls++;
-          this.record.calls[part.index] = {id, name: part.name, args: ""};
-          yield {type: "tool_call_start", index: part.index, id, name: part.name};
-          break;
-        }
-        case "call_args":
-          if (this.plan.dropCalls) break;
-          this.record.calls[part.index]!.args += part.text;
-          yield {type: "tool_call_args", index: part.index, text: part.text};
-          break;
-        case "call_end":
-          if (!part.complete) this.callsComplete = false;
-          if (this.plan.stopAfterFirstCall && !this.plan.dropCalls) this.finished = true;
-          break;
-      }
-    }
-  }
 }
 
 function round(x: number): number {

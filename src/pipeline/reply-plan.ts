@@ -2,15 +2,15 @@
 // the schema: how the text is parsed (reasoning, content, tool calls in the model's own syntax) and
 // whether the reply needs steering (grammars that bind part-way through) or one grammar from the start.
 
+import type {CallSyntax} from "../core/call-syntax.ts";
 import type {GenerationRequest, ToolsRequest} from "../core/generation.ts";
 import type {GrammarRef} from "../engine/engine.ts";
 import type {ChatTemplate} from "../templates/chat-template.ts";
-import {detectToolSyntax, type ReplyParserOptions, type ToolSyntax} from "./reply/index.ts";
+import {generic, type ModelFamily} from "../templates/families/index.ts";
+import {GENERIC_CALLS} from "../templates/families/generic.ts";
+import type {ReplyParserOptions} from "./reply/index.ts";
 import type {SteeringPlan} from "./steering.ts";
 import {createToolCallGrammars} from "./tool-call-grammars.ts";
-
-export const THINK_OPEN = "<think>";
-export const THINK_CLOSE = "</think>";
 
 export interface ReplyPlan {
   parser: ReplyParserOptions;
@@ -35,25 +35,51 @@ export interface PlanContext {
   braceToken: number;
 }
 
-export function toolSyntaxOf(template: ChatTemplate | null): ToolSyntax {
-  return template && template.supportsTools ? detectToolSyntax(template.source) : "generic";
+/** The family whose syntax the replies are read in (the generic family without a template). */
+export function familyOf(template: ChatTemplate | null): ModelFamily {
+  return template?.family ?? generic;
+}
+
+/**
+ * The call syntax replies use: the family's own when the template can show the model its tools, otherwise the
+ * generic form (taught in a system message: GenerationPipeline.prompt).
+ */
+export function callSyntaxOf(template: ChatTemplate | null): {syntax: CallSyntax; generic: boolean} {
+  const own = familyOf(template).calls;
+  return template?.supportsTools && own ? {syntax: own, generic: false} : {syntax: GENERIC_CALLS, generic: true};
+}
+
+/** For /health: the family whose call syntax is read, or "generic". */
+export function toolSyntaxOf(template: ChatTemplate | null): string {
+  return callSyntaxOf(template).generic ? "generic" : familyOf(template).id;
+}
+
+/** Replies are read for the family's reasoning block when the template knows it (a switch or the markers). */
+function reasons(template: ChatTemplate | null): boolean {
+  const markers = familyOf(template).reasoning;
+  return template !== null && markers !== null && (template.supportsThinking || template.source.includes(markers.open));
 }
 
 export function planReply(req: GenerationRequest, ctx: PlanContext): ReplyPlan {
+  const family = familyOf(ctx.template);
+  const markers = family.reasoning;
   const chat = req.prompt.kind === "chat" ? req.prompt : null;
-  const thinking = chat !== null && ctx.template?.supportsThinking === true && chat.enableThinking !== false && !chat.continueFinalMessage;
-  const inside = thinking && (ctx.promptText ?? "").trimEnd().endsWith(THINK_OPEN);
+  const thinking = chat !== null && markers !== null && reasons(ctx.template) && chat.enableThinking !== false && !chat.continueFinalMessage;
+  const inside = thinking && (ctx.promptText ?? "").trimEnd().endsWith(markers!.open);
   const tools: ToolsRequest | null = chat ? (req.tools ?? null) : null;
-  const syntax = tools ? toolSyntaxOf(ctx.template) : null;
+  const calls = tools ? callSyntaxOf(ctx.template) : null;
+  const harmony = family.calls?.shape === "custom" && family.calls.kind === "harmony" && chat !== null;
   const parser: ReplyParserOptions = {
-    syntax,
+    calls: calls?.syntax ?? null,
     tools: (tools?.tools ?? []).map((t) => ({name: t.name, parameters: t.parameters})),
-    reasoning: thinking ? {open: THINK_OPEN, close: THINK_CLOSE, startsInside: inside} : null,
+    reasoning: thinking ? {open: markers!.open, close: markers!.close, startsInside: inside} : null,
+    layout: family.layout,
+    harmony,
   };
   const choice = tools?.choice.kind ?? "none";
   const callsOffered = tools !== null && choice !== "none";
   const enforceCalls = callsOffered && (choice === "required" || choice === "named" || tools!.tools.some((t) => t.enforced));
-  const calls = enforceCalls ? createToolCallGrammars(syntax!, tools!) : null;
+  const grammars = enforceCalls ? createToolCallGrammars(calls!.generic ? null : calls!.syntax, tools!) : null;
   const schema = req.grammar;
 
   let answer: SteeringPlan["answer"];
@@ -69,11 +95,13 @@ export function planReply(req: GenerationRequest, ctx: PlanContext): ReplyPlan {
   const budget = thinking && req.reasoningBudget != null ? req.reasoningBudget : null;
   // One grammar from the first token is enough when nothing comes before the answer and no call follows.
   if (!thinking && answer.kind === "schema" && answer.escape === null) return {...base, grammar: answer.grammar, steering: null};
-  if (answer.kind === "free" && !calls && budget === null) return {...base, grammar: null, steering: null};
+  if (answer.kind === "free" && !grammars && budget === null) return {...base, grammar: null, steering: null};
   const mode = !thinking ? "none" : inside ? "inside" : bindsFromStart ? "force-open" : "may-open";
+  const open = markers?.open ?? "";
+  const close = markers?.close ?? "";
   return {
     ...base,
     grammar: null,
-    steering: {reasoning: {mode, open: THINK_OPEN, close: THINK_CLOSE, budget}, answer, calls, parallel: tools?.parallel ?? true},
+    steering: {reasoning: {mode, open, close, budget}, answer, calls: grammars, parallel: tools?.parallel ?? true},
   };
 }

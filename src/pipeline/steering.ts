@@ -173,14 +173,15 @@ export class ReplySteering implements DecodeSteering {
     const escape = answer.escape!;
     st.tokens++;
     this.preambleTokens = st.tokens;
-    const opener = this.plan.calls?.opener ?? null;
+    const openers = this.plan.calls?.openers ?? [];
     const brace = piece.indexOf("{");
     st.text += piece;
-    if (opener && st.text.includes(opener)) {
+    const found = firstOpener(st.text, openers);
+    if (found) {
       // A tool call instead of the JSON: bind it when calls are enforced; otherwise it is only parsed.
-      return this.openCall(st.text, piece, opener);
+      return this.openCall(st.text, piece, found);
     }
-    if (brace >= 0 && !(opener && couldBecome(st.text, opener))) {
+    if (brace >= 0 && !openers.some((o) => couldBecome(st.text, o))) {
       // The JSON starts at this `{`: text before it is dropped, and the schema binds already past it.
       this.state = {kind: "json"};
       this.jsonStarted = true;
@@ -195,25 +196,27 @@ export class ReplySteering implements DecodeSteering {
   }
 
   private onFree(st: Extract<State, {kind: "free"}>, piece: string): SteerAction | null {
-    const opener = this.plan.calls?.opener;
-    if (!opener) return null;
+    const openers = this.plan.calls?.openers ?? [];
+    if (openers.length === 0) return null;
     st.text += piece;
-    if (!st.text.includes(opener)) {
-      // Keep only what could still be the start of the opener.
-      if (st.text.length > opener.length * 4) st.text = st.text.slice(-opener.length);
+    const found = firstOpener(st.text, openers);
+    if (!found) {
+      // Keep only what could still be the start of an opener.
+      const longest = Math.max(...openers.map((o) => o.length));
+      if (st.text.length > longest * 4) st.text = st.text.slice(-longest);
       return null;
     }
-    return this.openCall(st.text, piece, opener);
+    return this.openCall(st.text, piece, found);
   }
 
-  /** The opener was written freely: bind the call's grammar right after it. */
-  private openCall(text: string, piece: string, opener: string): SteerAction | null {
+  /** An opener was written freely: bind the call's grammar right after it (the open phase continues from there). */
+  private openCall(text: string, piece: string, found: {at: number; opener: string}): SteerAction | null {
     const calls = this.plan.calls;
     if (!calls) {
       this.state = {kind: "ended"};
       return null;
     }
-    const end = text.indexOf(opener) + opener.length;
+    const end = found.at + found.opener.length;
     const overhang = text.length - end;
     const phase: CallPhase = {kind: "open", fromReplyStart: false};
     this.state = {kind: "phase", phase, text: ""};
@@ -260,6 +263,16 @@ export class ReplySteering implements DecodeSteering {
       : {kind: "free", text: ""};
     return {bind: {grammar: null}};
   }
+}
+
+/** The opener that occurs first in `text` (the longer one where two start at the same place), if any. */
+function firstOpener(text: string, openers: readonly string[]): {at: number; opener: string} | null {
+  let best: {at: number; opener: string} | null = null;
+  for (const opener of openers) {
+    const at = text.indexOf(opener);
+    if (at >= 0 && (best === null || at < best.at || (at === best.at && opener.length > best.opener.length))) best = {at, opener};
+  }
+  return best;
 }
 
 /** Whether some continuation of `text` contains `opener` starting within its last opener.length chars. */

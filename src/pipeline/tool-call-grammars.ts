@@ -2,12 +2,16 @@
 // phase's grammar and recognises where it ends). A call is bound from its opener (or from the answer's
 // start when a call is required); its name must be one of the request's tools; a strict tool's arguments
 // come one parameter per phase, so they may be written in any order while every required parameter is
-// still demanded and none is written twice.
+// still demanded and none is written twice. The syntax is the model family's CallSyntax (data).
 
+import type {CallSyntax} from "../core/call-syntax.ts";
 import type {ToolsRequest} from "../core/generation.ts";
 import type {GrammarRef} from "../engine/engine.ts";
-import {afterCallGrammar, argumentGrammar, openGrammar, phaseBoundary, type Boundary, type PhaseGrammar, type ToolSpec} from "../grammar/index.ts";
-import type {ToolSyntax} from "./reply/index.ts";
+import {
+  afterCallGrammar, argumentGrammar, callOpeners, hasAfterPhase, openGrammar, phaseBoundary, SchemaError, type Boundary, type PhaseGrammar,
+  type ToolSpec,
+} from "../grammar/index.ts";
+import {GENERIC_CALLS} from "../templates/families/generic.ts";
 
 export type CallPhase =
   | {kind: "open"; fromReplyStart: boolean}
@@ -17,37 +21,63 @@ export type CallPhase =
 export type CallBoundary = Boundary;
 
 export interface ToolCallGrammars {
-  /** The text that opens a call in free text; null when a call can only start the reply (generic form). */
-  readonly opener: string | null;
+  /** The texts that open a call in free text (any one of them does); empty when calls can only start the
+   * reply (the generic form, Llama 3). The open phase bound after one continues right after it. */
+  readonly openers: readonly string[];
   grammar(phase: CallPhase): GrammarRef;
   /** Where the phase's text (everything since it was bound) reached its end, if it has. */
   boundary(phase: CallPhase, text: string): CallBoundary | null;
-  /** The phase after a call closed, or null when the syntax needs none (the pipeline decides what follows). */
+  /** The phase after a call closed, or null when the syntax has none (free text follows, watched for openers). */
   afterCall(): CallPhase | null;
 }
 
-export function createToolCallGrammars(syntax: ToolSyntax, tools: ToolsRequest): ToolCallGrammars {
+/** `syntax` null: the generic form (a template without tool calls of its own). */
+export function createToolCallGrammars(syntax: CallSyntax | null, tools: ToolsRequest): ToolCallGrammars {
+  const calls = syntax ?? GENERIC_CALLS;
   const choice = tools.choice;
   const callable = choice.kind === "named" ? tools.tools.filter((t) => t.name === choice.name) : tools.tools;
-  const byName = new Map<string, ToolSpec>(callable.map((t) => [t.name, {name: t.name, parameters: t.parameters ?? {type: "object"}, strict: t.enforced}]));
+  const byName = new Map<string, ToolSpec>(callable.map((t) => [t.name, servedAs(calls, {name: t.name, parameters: t.parameters ?? {type: "object"}, strict: t.enforced})]));
   const names = [...byName.keys()];
   const phaseGrammar = (phase: CallPhase): PhaseGrammar => {
     switch (phase.kind) {
       case "open":
-        return openGrammar(syntax, names, {fromReplyStart: phase.fromReplyStart});
+        return openGrammar(calls, names, {fromReplyStart: phase.fromReplyStart});
       case "argument":
-        return argumentGrammar(syntax, byName.get(phase.tool)!, phase.written);
+        return argumentGrammar(calls, byName.get(phase.tool)!, phase.written);
       case "after":
-        return afterCallGrammar(syntax, {more: tools.parallel, names});
+        return afterCallGrammar(calls, {more: tools.parallel, names});
     }
   };
+  // The steering asks for the boundary at every token: keep this request's phases at hand rather than
+  // hashing the schema again each time.
+  const seen = new Map<string, PhaseGrammar>();
+  const lookup = (phase: CallPhase): PhaseGrammar => {
+    const id = JSON.stringify(phase);
+    let g = seen.get(id);
+    if (g === undefined) seen.set(id, (g = phaseGrammar(phase)));
+    return g;
+  };
+  const after = hasAfterPhase(calls);
   return {
-    opener: syntax === "generic" ? null : "<tool_call>",
+    openers: callOpeners(calls),
     grammar: (phase) => {
-      const g = phaseGrammar(phase);
+      const g = lookup(phase);
       return {gbnf: g.gbnf, key: g.key};
     },
-    boundary: (phase, text) => phaseBoundary(syntax, phaseGrammar(phase).phase, text),
-    afterCall: () => (syntax === "generic" ? {kind: "after"} : null),
+    boundary: (phase, text) => phaseBoundary(calls, lookup(phase).phase, text),
+    afterCall: () => (after ? {kind: "after"} : null),
   };
+}
+
+/** A strict tool this syntax cannot enforce (a parameter name its markup cannot hold, a key Gemma cannot
+ * write) is served as a non-strict one, as strictEligibility would have decided with the syntax in hand. */
+function servedAs(syntax: CallSyntax, spec: ToolSpec): ToolSpec {
+  if (!spec.strict) return spec;
+  try {
+    argumentGrammar(syntax, spec, []);
+    return spec;
+  } catch (err) {
+    if (err instanceof SchemaError) return {...spec, strict: false};
+    throw err;
+  }
 }

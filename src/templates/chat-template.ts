@@ -8,7 +8,7 @@ import {jsRenderer, nativeRenderer, parseErrorLine, type NativeJinjaFactory, typ
 import {buildSegments, Markers, type LocatedText, type Segment} from "./segments.ts";
 import {templateMessages, templateTools, type InputOptions} from "./template-input.ts";
 import {isReservedName, TemplateRenderError} from "./template-env.ts";
-import {engineFails, probeReplyHeader, probeToolCall, selfCheck, type Renders} from "./template-probes.ts";
+import {engineFails, probeReplyHeader, probeToolCall, selfCheck, type CallInput, type Renders} from "./template-probes.ts";
 
 export {TemplateRenderError};
 export type {NativeJinjaFactory};
@@ -79,7 +79,7 @@ export class ChatTemplate {
   /** The template has an enable_thinking switch (it is passed as true unless the request turns it off). */
   readonly supportsThinking: boolean;
   private checkResult = "ok";
-  private argsAsObject = false;
+  private callInput: CallInput = {asObject: false, nullContent: false};
   /** Detected at creation from the template text, how it renders a call, and the GGUF metadata. */
   family: ModelFamily = generic;
   /** The text that opens an assistant turn (what add_generation_prompt appends), or null when not plain. */
@@ -105,12 +105,12 @@ export class ChatTemplate {
    */
   static create(source: string, opts: TemplateOptions): ChatTemplate {
     const template = new ChatTemplate(pickRenderer(source, opts), source, opts.bosToken, opts.eosToken, opts.origin);
-    let probe = probeToolCall(template, (asObject) => (template.argsAsObject = asObject));
+    const set = (input: CallInput) => (template.callInput = input);
+    let probe = probeToolCall(template, set);
     template.family = detectFamily({source, architecture: opts.metadata?.architecture ?? null, modelName: opts.metadata?.modelName ?? null,
       renderedCall: probe.rendered});
     const wanted = template.family.input.argumentsAsObject;
-    if (wanted !== undefined && wanted !== probe.asObject) probe = probeToolCall(template, (asObject) => (template.argsAsObject = asObject), wanted);
-    template.argsAsObject = probe.asObject;
+    if (wanted !== undefined && wanted !== probe.asObject) probe = probeToolCall(template, set, wanted);
     template.checkResult = selfCheck(template);
     template.replyHeader = probeReplyHeader(template);
     return template;
@@ -128,7 +128,7 @@ export class ChatTemplate {
 
   /** Tool-call arguments reach the template as a parsed object rather than the client's JSON string. */
   get toolArgumentsAsObject(): boolean {
-    return this.argsAsObject;
+    return this.callInput.asObject;
   }
 
   render(messages: TemplateMessage[], opts: RenderOptions): RenderedPrompt {
@@ -137,7 +137,8 @@ export class ChatTemplate {
     // The sentinel goes after the final content so that a template which trims or rewrites content
     // still leaves a fixed point to cut at, and an empty partial is still found.
     const sentinel = opts.continueFinalMessage ? `SVCEND${nonce}X` : undefined;
-    const base = {mapDeveloper: !this.supportsDeveloperRole, argumentsAsObject: this.argsAsObject, finalSuffix: sentinel, needs: this.family.input};
+    const base = {mapDeveloper: !this.supportsDeveloperRole, argumentsAsObject: this.callInput.asObject, nullCallContent: this.callInput.nullContent,
+      finalSuffix: sentinel, needs: this.family.input};
     const identity = (s: string) => s;
     const text = this.renderCut({...base, wrap: identity, wrapStructured: true}, messages, opts, sentinel);
 
@@ -212,8 +213,8 @@ function rendersWith(renderer: TemplateRenderer, opts: TemplateOptions): Renders
   return {
     render: (messages, o) => {
       validate(messages, o);
-      const input: InputOptions = {mapDeveloper: false, argumentsAsObject: o.argumentsAsObject === true, wrap: (s) => s, wrapStructured: false,
-        needs: generic.input};
+      const input: InputOptions = {mapDeveloper: false, argumentsAsObject: o.argumentsAsObject === true, nullCallContent: false, wrap: (s) => s,
+        wrapStructured: false, needs: generic.input};
       const vars: Record<string, unknown> = {messages: templateMessages(messages, input), add_generation_prompt: o.addGenerationPrompt,
         bos_token: opts.bosToken, eos_token: opts.eosToken};
       if (o.tools !== undefined) vars.tools = o.tools;

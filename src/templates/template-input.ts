@@ -9,6 +9,8 @@ export interface InputOptions {
   mapDeveloper: boolean;
   /** The template formats tool-call arguments itself (e.g. `arguments | tojson`): pass an object. */
   argumentsAsObject: boolean;
+  /** A call turn without text is passed with `content: null` (template-probes.ts: CallInput). */
+  nullCallContent: boolean;
   /** Appended to the final message's content (the continue_final_message sentinel). */
   finalSuffix?: string;
   /** Applied to every client string the template may print. */
@@ -60,7 +62,7 @@ function templateMessage(m: TemplateMessage, o: InputOptions, isLast: boolean): 
   const wrapS = o.wrapStructured ? o.wrap : (s: string) => s;
   const role = m.role === "developer" && o.mapDeveloper ? "system" : m.role;
   const content = o.wrap(m.content) + (isLast && o.finalSuffix ? o.finalSuffix : "");
-  const out: Json = {role, content};
+  const out: Json = {role, content: o.nullCallContent && m.tool_calls?.length && content === "" ? null : content};
   if (m.name !== undefined) out.name = wrapS(m.name);
   if (m.reasoning_content !== undefined) placeReasoning(out, o.wrap(m.reasoning_content), content, o.needs);
   // Ids are not wrapped: templates such as Mistral's check their exact length.

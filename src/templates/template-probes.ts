@@ -17,14 +17,24 @@ function probeCall(): TemplateMessage {
   return {role: "assistant", content: "", tool_calls: [{id: "svcprobe1", type: "function", function: {name: "svc_probe_fn", arguments: PROBE_ARGS}}]};
 }
 
+/** How a template wants a call turn handed to it. */
+export interface CallInput {
+  /** Tool-call arguments as a parsed object rather than the client's JSON string. */
+  asObject: boolean;
+  /** A call turn without text gets `content: null` (templates that test `content is none`, such as Granite 3.3
+   * and the DeepSeek R1 distills, render calls only then); otherwise "" as llama.cpp's server sends it. */
+  nullContent: boolean;
+}
+
 /**
- * How the template writes one probe call, as text after the conversation before it, and whether it wants the
- * arguments as an object. Templates written for transformers often print `arguments | tojson`, which would
- * double-encode a string (llama.cpp detects the same thing). `forced` skips the choice (a family that knows).
+ * How the template writes one probe call, as text after the conversation before it, and the input that makes
+ * it write the call at all. Templates written for transformers often print `arguments | tojson`, which would
+ * double-encode a string (llama.cpp detects the same thing). `forcedObject` fixes the arguments' form (a family
+ * that knows).
  */
-export function probeToolCall(t: Renders, setArgsAsObject: (asObject: boolean) => void, forced?: boolean): {asObject: boolean; rendered: string | null} {
-  const attempt = (asObject: boolean): string | undefined => {
-    setArgsAsObject(asObject);
+export function probeToolCall(t: Renders, set: (input: CallInput) => void, forcedObject?: boolean): CallInput & {rendered: string | null} {
+  const attempt = (input: CallInput): string | undefined => {
+    set(input);
     try {
       const before = t.render([QUESTION], {addGenerationPrompt: false, continueFinalMessage: false}).text;
       const after = t.render([QUESTION, probeCall()], {addGenerationPrompt: false, continueFinalMessage: false}).text;
@@ -33,16 +43,24 @@ export function probeToolCall(t: Renders, setArgsAsObject: (asObject: boolean) =
       return undefined;
     }
   };
-  if (forced !== undefined) {
-    const rendered = attempt(forced) ?? null;
-    return {asObject: forced, rendered: rendered?.includes("svc_probe_fn") ? rendered : null};
+  const forms = forcedObject === undefined ? [false, true] : [forcedObject];
+  let fallback: (CallInput & {rendered: string | null}) | null = null;
+  for (const nullContent of [false, true]) {
+    for (const asObject of forms) {
+      const rendered = attempt({asObject, nullContent});
+      // The call shows when its name or its argument does (some templates print only the arguments).
+      if (rendered === undefined || !(rendered.includes("svc_probe_fn") || rendered.includes("svc_probe_value"))) continue;
+      // A string the template printed as is, or an object it printed itself: either way the value shows.
+      if (rendered.includes(asObject ? "svc_probe_value" : PROBE_ARGS)) {
+        set({asObject, nullContent});
+        return {asObject, nullContent, rendered};
+      }
+      fallback ??= {asObject, nullContent, rendered};
+    }
   }
-  const asString = attempt(false);
-  if (asString?.includes(PROBE_ARGS)) return {asObject: false, rendered: asString};
-  const asObject = attempt(true);
-  if (asObject?.includes("svc_probe_value")) return {asObject: true, rendered: asObject};
-  setArgsAsObject(false);
-  return {asObject: false, rendered: asString?.includes("svc_probe_fn") ? asString : null};
+  const chosen = fallback ?? {asObject: forcedObject ?? false, nullContent: false, rendered: null};
+  set(chosen);
+  return chosen;
 }
 
 /**

@@ -1,14 +1,14 @@
 // The whole server in-process over the engine double: the real config (loadConfig over the test's env only),
-// the real GenerationPipeline and ChatTemplate, sessions when SVC_FORK=1, and createApp's routes. Requests go
-// through fastify's inject (no socket), or through a real listener on 127.0.0.1 when a test needs one (SDK
-// clients, hang-ups, uploads).
+// the real GenerationPipeline and ChatTemplate (SVC_CHAT_TEMPLATE's file when set), sessions when SVC_FORK=1, and
+// createApp's routes. Requests go through fastify's inject (no socket), or through a real listener on 127.0.0.1
+// when a test needs one (SDK clients, hang-ups, uploads).
 
 import {createApp, type App} from "../../src/app.ts";
 import {loadConfig, type Config} from "../../src/config/config.ts";
 import {createLogger, createMemoryLogger, type Logger} from "../../src/observability/log.ts";
 import {buildModelHandle} from "../../src/pipeline/model-handle.ts";
 import {HandleRegistry} from "../../src/sessions/handles.ts";
-import {ChatTemplate} from "../../src/templates/chat-template.ts";
+import {loadChatTemplate, readTemplateFile} from "../../src/load-models.ts";
 import {EngineDouble, type EngineDoubleOptions, type Script} from "./engine-double.ts";
 
 export interface InProcessOptions {
@@ -61,8 +61,9 @@ export async function startInProcessApp(opts: InProcessOptions = {}): Promise<In
     promptPiece: opts.engine?.promptPiece ?? config.promptPiece,
     promptCache: opts.engine?.promptCache ?? config.promptCache,
   });
-  const source = engine.info.chatTemplate;
-  const template = source ? ChatTemplate.create(source, {bosToken: engine.info.bosText, eosToken: engine.info.eosText, origin: "engine-double"}) : null;
+  // As load-models.ts makes it (SVC_CHAT_TEMPLATE's file or the double's "GGUF" template), on the JS engine only: the
+  // double has no llama.cpp addon, so a template only llama.cpp's Jinja engine runs does not load here.
+  const template = loadChatTemplate({info: engine.info, file: config.chatTemplate ? readTemplateFile(config.chatTemplate) : null, logger});
   // As load-models.ts builds them, with no directory (a temp dir the registry removes on close).
   const sessions = config.fork
     ? await HandleRegistry.open({dir: null, maxHandles: config.forkHandles, ttlS: config.forkTtl, logger,

@@ -109,6 +109,7 @@ export class EngineDouble implements Engine {
     this.info = {
       version: "engine-double 1 (test/doubles/engine-double.ts)",
       architecture: "double",
+      modelName: null,
       modelPath: "engine-double",
       contextSize,
       trainContextSize: contextSize,

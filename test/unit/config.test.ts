@@ -28,6 +28,7 @@ describe("defaults", () => {
       model: DEFAULT_MAIN_MODEL_SPEC,
       modelsDir: join(homedir(), ".cache", "svc", "models"),
       modelId: "svc-nx3.8-flash-next",
+      chatTemplate: undefined,
       host: "127.0.0.1",
       port: 8731,
       apiKey: undefined,
@@ -210,6 +211,7 @@ describe("oneOf and text", () => {
     assert.equal(text()(""), "");
     assert.deepEqual(problemsOf({SVC_MODEL_ID: "my model"}), ['SVC_MODEL_ID="my model": must be a non-empty id without spaces']);
     assert.deepEqual(problemsOf({SVC_API_KEY: "   "}), ['SVC_API_KEY="   ": must be a non-empty key without spaces']);
+    assert.deepEqual(problemsOf({SVC_CHAT_TEMPLATE: "  "}), ['SVC_CHAT_TEMPLATE="  ": must be the path of a Jinja chat template file']);
   });
 });
 
@@ -299,6 +301,11 @@ describe("home expansion", () => {
   test("SVC_CACHE_DIR is expanded too, and stays undefined when unset", () => {
     assert.equal(loadConfig({SVC_CACHE_DIR: "~/c"}).cacheDir, `${homedir()}/c`);
     assert.equal(loadConfig({}).cacheDir, undefined);
+  });
+  test("SVC_CHAT_TEMPLATE is expanded too, and stays undefined when unset", () => {
+    assert.equal(loadConfig({SVC_CHAT_TEMPLATE: "~/t/chatml.jinja"}).chatTemplate, `${homedir()}/t/chatml.jinja`);
+    assert.equal(loadConfig({SVC_CHAT_TEMPLATE: "/srv/chatml.jinja"}).chatTemplate, "/srv/chatml.jinja");
+    assert.equal(loadConfig({}).chatTemplate, undefined);
   });
 });
 

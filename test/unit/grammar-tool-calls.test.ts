@@ -7,10 +7,18 @@ import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
 import {getLlama, type Llama, type LlamaGrammar} from "node-llama-cpp";
 import {
-  afterCallGrammar, argumentGrammar, compileSchema, MAX_STRICT_PARAMETERS, nextGenericCall, openGrammar, phaseBoundary, SchemaError,
-  strictEligibility, xmlRawParameters, type Boundary, type PhaseGrammar, type ToolSyntax,
+  afterCallGrammar, argumentGrammar, compileSchema, MAX_STRICT_PARAMETERS, openGrammar, phaseBoundary, SchemaError,
+  strictEligibility, xmlRawParameters, type Boundary, type CallSyntax, type PhaseGrammar,
 } from "../../src/grammar/index.ts";
 import {grammarAcceptsText} from "../../src/engine/llama/internals.ts";
+import {GENERIC_CALLS} from "../../src/templates/families/generic.ts";
+import {HERMES_CALLS} from "../../src/templates/families/hermes.ts";
+import {QWEN_XML_CALLS} from "../../src/templates/families/qwen3-coder.ts";
+
+// The three syntaxes these tests were written for, now the families' data.
+const QWEN = QWEN_XML_CALLS;
+const HERMES = HERMES_CALLS;
+const GENERIC = GENERIC_CALLS;
 
 let llama: Llama;
 before(async () => {
@@ -23,7 +31,7 @@ after(async () => {
 const matches = (grammar: LlamaGrammar, text: string) => grammarAcceptsText(grammar, text);
 
 /** Loads `g`; each accepted text is a whole phase ending at its boundary `want`; each refused text is not. */
-async function check(syntax: ToolSyntax, g: PhaseGrammar, accept: [string, Boundary][], refuse: string[]): Promise<void> {
+async function check(syntax: CallSyntax, g: PhaseGrammar, accept: [string, Boundary][], refuse: string[]): Promise<void> {
   const grammar = await llama.createGrammar({grammar: g.gbnf});
   for (const [text, want] of accept) {
     assert.ok(matches(grammar, text), `accepts ${JSON.stringify(text)}`);
@@ -71,19 +79,19 @@ describe("qwen-xml", () => {
   const xml = (p: string, v: string) => `<parameter=${p}>\n${v}\n</parameter>`;
 
   test("open: from the reply's start, and after a freely written <tool_call>", async () => {
-    await check("qwen-xml", openGrammar("qwen-xml", NAMES, {fromReplyStart: true}), [
+    await check(QWEN, openGrammar(QWEN, NAMES, {fromReplyStart: true}), [
       ["<tool_call>\n<function=get_weather>", named("get_weather")],
       [" <tool_call>\n<function=search>", named("search")],
     ], ["<tool_call>\n<function=other>", "<tool_call><function=search>", "<function=search>", "<tool_call>\n<function=search>\n"]);
-    await check("qwen-xml", openGrammar("qwen-xml", NAMES, {fromReplyStart: false}), [
+    await check(QWEN, openGrammar(QWEN, NAMES, {fromReplyStart: false}), [
       ["\n<function=search>", named("search")],
       ["<function=get_weather>", named("get_weather")],
     ], ["<tool_call>\n<function=search>", "\n<function=get>", "\n\n<function=search>"]);
   });
 
   test("first argument: any declared parameter, values per schema, no close while required ones are missing", async () => {
-    const g = argumentGrammar("qwen-xml", weather, []);
-    await check("qwen-xml", g, [
+    const g = argumentGrammar(QWEN, weather, []);
+    await check(QWEN, g, [
       ["\n" + xml("city", "Paris"), param("city")],
       [xml("city", "paris, pattern not enforced"), param("city")],
       [xml("city", "two\nlines"), param("city")],
@@ -114,25 +122,25 @@ describe("qwen-xml", () => {
   });
 
   test("a written parameter cannot come again; the close needs every required one", async () => {
-    await check("qwen-xml", argumentGrammar("qwen-xml", weather, ["city"]), [[xml("days", "1"), param("days")]],
+    await check(QWEN, argumentGrammar(QWEN, weather, ["city"]), [[xml("days", "1"), param("days")]],
       [xml("city", "Paris"), "</function>\n</tool_call>"]);
-    await check("qwen-xml", argumentGrammar("qwen-xml", weather, ["days", "city"]), [
+    await check(QWEN, argumentGrammar(QWEN, weather, ["days", "city"]), [
       ["\n</function>\n</tool_call>", closed()],
       ["</function></tool_call>", closed()],
       [xml("unit", "fahrenheit"), param("unit")],
     ], [xml("days", "2"), "</function>\n\n</tool_call>", "</tool_call>"]);
-    await check("qwen-xml", argumentGrammar("qwen-xml", weather, ALL), [["\n</function>\n</tool_call>", closed()]], [xml("city", "x")]);
+    await check(QWEN, argumentGrammar(QWEN, weather, ALL), [["\n</function>\n</tool_call>", closed()]], [xml("city", "x")]);
   });
 
   test("$ref to the root: nested objects are the closed parameters object", async () => {
-    await check("qwen-xml", argumentGrammar("qwen-xml", tree, ["label"]), [
+    await check(QWEN, argumentGrammar(QWEN, tree, ["label"]), [
       [xml("children", '[{"label": "a", "children": [{"label": "b"}]}]'), param("children")],
       ["</function>\n</tool_call>", closed()],
     ], [xml("children", '[{"children": []}]'), xml("children", '[{"label": "a", "x": 1}]')]);
   });
 
   test("a non-strict tool: any parameter name, any text", async () => {
-    await check("qwen-xml", argumentGrammar("qwen-xml", loose, []), [
+    await check(QWEN, argumentGrammar(QWEN, loose, []), [
       [xml("anything.goes-1_x", "free\ntext"), param("anything.goes-1_x")],
       ["</function>\n</tool_call>", closed()],
     ], [xml("two words", "x"), xml("q", "a\n</parameter>x")]);
@@ -141,7 +149,7 @@ describe("qwen-xml", () => {
   test("raw parameters: the ones whose schema allows only strings; a listed value that cannot be raw is left out", async () => {
     assert.deepEqual(xmlRawParameters(WEATHER), ["city", "unit", "code", "when"]);
     const picky = {name: "p", parameters: {type: "object", properties: {s: {enum: ["ok", "no\n</parameter>"]}, n: {type: ["string", "null"]}}}, strict: true};
-    await check("qwen-xml", argumentGrammar("qwen-xml", picky, []), [[xml("s", "ok"), param("s")], [xml("n", '"json"'), param("n")], [xml("n", "null"), param("n")]],
+    await check(QWEN, argumentGrammar(QWEN, picky, []), [[xml("s", "ok"), param("s")], [xml("n", '"json"'), param("n")], [xml("n", "null"), param("n")]],
       [xml("s", "no\n</parameter>"), xml("n", "raw")]);
   });
 
@@ -152,25 +160,25 @@ describe("qwen-xml", () => {
       properties: {a: {$ref: "#/$defs/xml-line"}, b: {$ref: "#/$defs/tool-name"}, c: {$ref: "#/$defs/arg-a"}, d: {$ref: "#/$defs/ws"}, e: {$ref: "#/$defs/root"}, f: {type: "string"}},
     };
     const t = {name: "c", parameters: clash, strict: true};
-    await check("qwen-xml", argumentGrammar("qwen-xml", t, []), [[xml("a", "7"), param("a")], [xml("c", "[null]"), param("c")], [xml("d", "1"), param("d")], [xml("f", "long enough to pass the head rule"), param("f")]],
+    await check(QWEN, argumentGrammar(QWEN, t, []), [[xml("a", "7"), param("a")], [xml("c", "[null]"), param("c")], [xml("d", "1"), param("d")], [xml("f", "long enough to pass the head rule"), param("f")]],
       [xml("a", "true"), xml("d", "2")]);
-    await check("hermes", argumentGrammar("hermes", t, ["a"]), [['"b": false}}</tool_call>', closed("b")], ['"e": 1.5,', param("e")]], ['"b": 1,']);
+    await check(HERMES, argumentGrammar(HERMES, t, ["a"]), [['"b": false}}</tool_call>', closed("b")], ['"e": 1.5,', param("e")]], ['"b": 1,']);
   });
 });
 
 describe("hermes", () => {
   test("open: up to and including the colon after \"arguments\"", async () => {
-    await check("hermes", openGrammar("hermes", NAMES, {fromReplyStart: true}), [
+    await check(HERMES, openGrammar(HERMES, NAMES, {fromReplyStart: true}), [
       ['<tool_call>\n{"name": "get_weather", "arguments":', named("get_weather")],
       ['\n<tool_call>{"name":"search","arguments" :', named("search")],
     ], ['<tool_call>\n{"name": "other", "arguments":', '{"name": "search", "arguments":', '<tool_call>\n{"arguments": {}, "name": "search"}']);
-    await check("hermes", openGrammar("hermes", NAMES, {fromReplyStart: false}), [
+    await check(HERMES, openGrammar(HERMES, NAMES, {fromReplyStart: false}), [
       ['\n{"name": "search", "arguments":', named("search")],
     ], ['<tool_call>\n{"name": "search", "arguments":']);
   });
 
   test("first argument: `{`, one pair, then `,` (more to write) or the close (all required written)", async () => {
-    await check("hermes", argumentGrammar("hermes", weather, []), [
+    await check(HERMES, argumentGrammar(HERMES, weather, []), [
       [' {"city": "Paris",', param("city")],
       ['{"city": "a\\"},b" ,', param("city")],
       ['{\n"at": {"lat": 1, "lon": 2},', param("at")],
@@ -185,24 +193,24 @@ describe("hermes", () => {
   });
 
   test("later arguments: no `{`, no repeat, the close once days and city are written", async () => {
-    await check("hermes", argumentGrammar("hermes", weather, ["city"]), [
+    await check(HERMES, argumentGrammar(HERMES, weather, ["city"]), [
       [' "days": 3}}\n</tool_call>', closed("days")],
       ['"days": 3 } }</tool_call>', closed("days")],
       ['"days": 3,', param("days")],
     ], ['"city": "x",', '{"days": 3,', '"unit": "celsius"}}\n</tool_call>']);
     const lastOne = ALL.filter((p) => p !== "flags");
-    await check("hermes", argumentGrammar("hermes", weather, lastOne), [['"flags": [true]}}\n</tool_call>', closed("flags")]],
+    await check(HERMES, argumentGrammar(HERMES, weather, lastOne), [['"flags": [true]}}\n</tool_call>', closed("flags")]],
       ['"flags": [true],', '"flags": [true]}']);
   });
 
   test("no parameters at all; escaped parameter names; a non-strict tool's whole object in one phase", async () => {
-    await check("hermes", argumentGrammar("hermes", {name: "now", parameters: {type: "object", properties: {}}, strict: true}, []), [
+    await check(HERMES, argumentGrammar(HERMES, {name: "now", parameters: {type: "object", properties: {}}, strict: true}, []), [
       ["{}}\n</tool_call>", closed()],
       [" { } }</tool_call>", closed()],
     ], ['{"x": 1}}</tool_call>']);
     const odd = {name: "odd", parameters: {type: "object", properties: {'we"ird': {type: "boolean"}}, required: ['we"ird']}, strict: true};
-    await check("hermes", argumentGrammar("hermes", odd, []), [['{"we\\"ird": true}}</tool_call>', closed('we"ird')]], ['{"we\\"ird": true,']);
-    await check("hermes", argumentGrammar("hermes", loose, []), [
+    await check(HERMES, argumentGrammar(HERMES, odd, []), [['{"we\\"ird": true}}</tool_call>', closed('we"ird')]], ['{"we\\"ird": true,']);
+    await check(HERMES, argumentGrammar(HERMES, loose, []), [
       ['{"anything": [1, {"x": "}"}], "q": null}}\n</tool_call>', closed()],
       ["{}}</tool_call>", closed()],
     ], ['{"a": 1}', "[]}</tool_call>"]);
@@ -211,33 +219,33 @@ describe("hermes", () => {
 
 describe("generic", () => {
   test("open: the reply's opening, or another call object's", async () => {
-    await check("generic", openGrammar("generic", NAMES, {fromReplyStart: true}), [
+    await check(GENERIC, openGrammar(GENERIC, NAMES, {fromReplyStart: true}), [
       ['{"tool_calls": [{"name": "get_weather", "arguments":', named("get_weather")],
       ['\n{ "tool_calls" : [ {"name":"search", "arguments":', named("search")],
     ], ['{"tool_calls": [{"name": "nope", "arguments":', '{"name": "search", "arguments":']);
-    await check("generic", nextGenericCall(NAMES), [[' {"name": "search", "arguments":', named("search")]], ['{"tool_calls": [{"name": "search", "arguments":']);
+    await check(GENERIC, openGrammar(GENERIC, NAMES, {fromReplyStart: false}), [[' {"name": "search", "arguments":', named("search")]], ['{"tool_calls": [{"name": "search", "arguments":']);
   });
 
   test("arguments close the call object too", async () => {
-    await check("generic", argumentGrammar("generic", weather, ["city"]), [
+    await check(GENERIC, argumentGrammar(GENERIC, weather, ["city"]), [
       [' "days": 3}}', closed("days")],
       ['"days": 3,', param("days")],
     ], ['"days": 3}}\n</tool_call>', '"days": 3}', '"city": "x"}}']);
-    await check("generic", argumentGrammar("generic", tree, []), [['{"label": "root",', param("label")], ['{"label": "root"}}', closed("label")]], [
+    await check(GENERIC, argumentGrammar(GENERIC, tree, []), [['{"label": "root",', param("label")], ['{"label": "root"}}', closed("label")]], [
       '{"children": [{"label": "leaf", "x": 1}],', '{"children": [{"children": []}],', '{"label": "root", "children": []}}',
     ]);
-    await check("generic", argumentGrammar("generic", tree, ["label"]), [['"children": [{"label": "leaf"}]}}', closed("children")]], []);
-    await check("generic", argumentGrammar("generic", loose, []), [['{"q": "x"}}', closed()]], ['{"q": "x"}']);
+    await check(GENERIC, argumentGrammar(GENERIC, tree, ["label"]), [['"children": [{"label": "leaf"}]}}', closed("children")]], []);
+    await check(GENERIC, argumentGrammar(GENERIC, loose, []), [['{"q": "x"}}', closed()]], ['{"q": "x"}']);
   });
 
   test("after a call: another one (naming its tool) or the end of the reply", async () => {
-    await check("generic", afterCallGrammar("generic", {more: true, names: NAMES}), [
+    await check(GENERIC, afterCallGrammar(GENERIC, {more: true, names: NAMES}), [
       [', {"name": "search", "arguments":', {kind: "more", name: "search"}],
       ["]}", {kind: "end"}],
       ["\n] }", {kind: "end"}],
     ], [', {"name": "nope", "arguments":', ",", "}"]);
-    await check("generic", afterCallGrammar("generic", {more: false, names: NAMES}), [["]}", {kind: "end"}]], [', {"name": "search", "arguments":']);
-    assert.throws(() => afterCallGrammar("hermes", {more: true, names: NAMES}), TypeError);
+    await check(GENERIC, afterCallGrammar(GENERIC, {more: false, names: NAMES}), [["]}", {kind: "end"}]], [', {"name": "search", "arguments":']);
+    assert.throws(() => afterCallGrammar(HERMES, {more: true, names: NAMES}), TypeError);
   });
 });
 
@@ -246,7 +254,7 @@ describe("strict eligibility", () => {
 
   test("at most 32 parameters", () => {
     assert.equal(MAX_STRICT_PARAMETERS, 32);
-    assert.deepEqual(strictEligibility({type: "object", properties: props(32), required: ["p0", "p31"]}, "hermes"), {enforce: true});
+    assert.deepEqual(strictEligibility({type: "object", properties: props(32), required: ["p0", "p31"]}, HERMES), {enforce: true});
     const over = strictEligibility({type: "object", properties: props(33)});
     assert.equal(over.enforce, false);
     assert.match((over as {reason: string}).reason, /33 parameters .*at most 32/);
@@ -254,7 +262,7 @@ describe("strict eligibility", () => {
 
   test("pattern and format are accepted; other refused keywords name themselves and their path", () => {
     assert.deepEqual(strictEligibility(WEATHER), {enforce: true});
-    for (const syntax of ["qwen-xml", "hermes", "generic"] as const) assert.deepEqual(strictEligibility(WEATHER, syntax), {enforce: true});
+    for (const syntax of [QWEN, HERMES, GENERIC]) assert.deepEqual(strictEligibility(WEATHER, syntax), {enforce: true});
     const allOf = strictEligibility({type: "object", properties: {x: {allOf: [{type: "string"}]}}});
     assert.deepEqual(allOf, {enforce: false, reason: 'parameters/properties/x/allOf: the keyword "allOf" is not supported in a strict tool\'s parameters'});
     assert.match((strictEligibility({type: "object", properties: {}, minProperties: 1}) as {reason: string}).reason, /"minProperties"/);
@@ -277,18 +285,18 @@ describe("strict eligibility", () => {
     }
     assert.match((strictEligibility({type: "string"}) as {reason: string}).reason, /not an object schema/);
     assert.match((strictEligibility({type: "object", properties: {}, required: ["x"]}) as {reason: string}).reason, /required/);
-    assert.match((strictEligibility(WEATHER, "hermes", {maxRules: 5}) as {reason: string}).reason, /more than 5 rules/);
+    assert.match((strictEligibility(WEATHER, HERMES, {maxRules: 5}) as {reason: string}).reason, /more than 5 rules/);
     const gt = {type: "object", properties: {"a>b": {type: "string"}}};
-    assert.equal(strictEligibility(gt, "qwen-xml").enforce, false, "a name with > cannot be a qwen-xml parameter");
-    assert.deepEqual(strictEligibility(gt, "hermes"), {enforce: true});
+    assert.equal(strictEligibility(gt, QWEN).enforce, false, "a name with > cannot be a qwen-xml parameter");
+    assert.deepEqual(strictEligibility(gt, HERMES), {enforce: true});
   });
 
   test("argumentGrammar refuses what eligibility refuses; written names must be declared", () => {
-    assert.throws(() => argumentGrammar("hermes", {name: "t", parameters: {type: "object", additionalProperties: true}, strict: true}, []), SchemaError);
-    assert.throws(() => argumentGrammar("hermes", {name: "t", parameters: {type: "object", properties: {x: {not: {}}}}, strict: true}, []), SchemaError);
-    assert.throws(() => argumentGrammar("hermes", weather, ["nope"]), TypeError);
-    assert.throws(() => openGrammar("hermes", ["bad name"], {fromReplyStart: true}), TypeError);
-    assert.throws(() => argumentGrammar("hermes", weather, [], {maxGrammarBytes: 100}), SchemaError);
+    assert.throws(() => argumentGrammar(HERMES, {name: "t", parameters: {type: "object", additionalProperties: true}, strict: true}, []), SchemaError);
+    assert.throws(() => argumentGrammar(HERMES, {name: "t", parameters: {type: "object", properties: {x: {not: {}}}}, strict: true}, []), SchemaError);
+    assert.throws(() => argumentGrammar(HERMES, weather, ["nope"]), TypeError);
+    assert.throws(() => openGrammar(HERMES, ["bad name"], {fromReplyStart: true}), TypeError);
+    assert.throws(() => argumentGrammar(HERMES, weather, [], {maxGrammarBytes: 100}), SchemaError);
   });
 });
 
@@ -304,11 +312,11 @@ describe("tool-schema compile mode and keys", () => {
   });
 
   test("keys: stable over the order of names and written parameters; cached", () => {
-    const a = argumentGrammar("hermes", weather, ["days", "city"]);
-    assert.equal(a, argumentGrammar("hermes", weather, ["city", "days"]));
+    const a = argumentGrammar(HERMES, weather, ["days", "city"]);
+    assert.equal(a, argumentGrammar(HERMES, weather, ["city", "days"]));
     assert.match(a.key, /^[0-9a-f]{64}$/);
-    assert.notEqual(a.key, argumentGrammar("hermes", weather, ["city"]).key);
-    assert.notEqual(a.key, argumentGrammar("generic", weather, ["days", "city"]).key);
-    assert.equal(openGrammar("qwen-xml", ["b", "a"], {fromReplyStart: true}).key, openGrammar("qwen-xml", ["a", "b", "a"], {fromReplyStart: true}).key);
+    assert.notEqual(a.key, argumentGrammar(HERMES, weather, ["city"]).key);
+    assert.notEqual(a.key, argumentGrammar(GENERIC, weather, ["days", "city"]).key);
+    assert.equal(openGrammar(QWEN, ["b", "a"], {fromReplyStart: true}).key, openGrammar(QWEN, ["a", "b", "a"], {fromReplyStart: true}).key);
   });
 });

@@ -5,7 +5,8 @@
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
 import {seededRandom} from "../../src/engine/logit-sampler.ts";
-import {ReplyParser, type ReplyParserOptions, type ReplyPart, type ToolSyntax} from "../../src/pipeline/reply/index.ts";
+import {ReplyParser, type ReplyParserOptions, type ReplyPart} from "../../src/pipeline/reply/index.ts";
+import {syntaxOf, type SyntaxName} from "./helpers/syntaxes.ts";
 
 /** The sampler's seeded PRNG (mulberry32), so random chunkings are reproducible. */
 const rng = seededRandom;
@@ -37,12 +38,12 @@ function run(opts: ReplyParserOptions, chunks: string[]): {parts: ReplyPart[]; f
     else if (part.kind === "content") content += part.text;
     else if (part.kind === "call_start") calls[part.index] = {name: part.name, args: ""};
     else if (part.kind === "call_args") calls[part.index]!.args += part.text;
-    else calls[part.index]!.complete = part.complete;
+    else if (part.kind === "call_end") calls[part.index]!.complete = part.complete;
   }
   return {parts, folded: {reasoning, content, calls}};
 }
 
-const CONFIGS: {syntax: ToolSyntax | null; reasoning: typeof THINK | null}[] = [];
+const CONFIGS: {syntax: SyntaxName | null; reasoning: typeof THINK | null}[] = [];
 for (const syntax of [null, "hermes", "qwen-xml", "generic"] as const) {
   for (const reasoning of [null, THINK, {...THINK, startsInside: true}]) CONFIGS.push({syntax, reasoning});
 }
@@ -51,7 +52,7 @@ describe("ReplyParser fuzz", () => {
   for (const config of CONFIGS) {
     test(`syntax ${config.syntax}, reasoning ${config.reasoning ? (config.reasoning.startsInside ? "inside" : "think") : "none"}`, () => {
       const rand = rng(7);
-      const opts: ReplyParserOptions = {...config, tools: TOOLS};
+      const opts: ReplyParserOptions = {calls: syntaxOf(config.syntax), reasoning: config.reasoning, tools: TOOLS};
       const banned = config.syntax === "qwen-xml" ? ["<tool_call>", "</tool_call>", "<function="]
         : config.syntax === "hermes" ? ["<tool_call>", "</tool_call>"] : [];
       for (let k = 0; k < 150; k++) {

@@ -4,8 +4,9 @@
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
 import {seededRandom} from "../../src/engine/logit-sampler.ts";
-import {ReplyParser, type ReasoningMarkers, type ReplyParserOptions, type ReplyPart, type ToolSpec, type ToolSyntax}
+import {ReplyParser, type ReasoningMarkers, type ReplyParserOptions, type ReplyPart, type ToolSpec}
   from "../../src/pipeline/reply/index.ts";
+import {syntaxOf, type SyntaxName} from "./helpers/syntaxes.ts";
 
 interface Folded {
   reasoning: string;
@@ -104,7 +105,7 @@ const INSIDE: ReasoningMarkers = {...THINK, startsInside: true};
 
 interface Case {
   name: string;
-  syntax?: ToolSyntax | null;
+  syntax?: SyntaxName | null;
   reasoning?: ReasoningMarkers | null;
   text: string;
   reasoningOut?: string;
@@ -253,7 +254,7 @@ const CASES: Case[] = [
 ];
 
 function optionsOf(c: Case): ReplyParserOptions {
-  return {syntax: c.syntax ?? null, tools: TOOLS, reasoning: c.reasoning ?? null};
+  return {calls: syntaxOf(c.syntax), tools: TOOLS, reasoning: c.reasoning ?? null};
 }
 
 describe("ReplyParser cases", () => {

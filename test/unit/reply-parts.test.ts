@@ -4,6 +4,7 @@
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
 import {ReplyParser, type ReplyParserOptions, type ReplyPart, type ToolSpec} from "../../src/pipeline/reply/index.ts";
+import {SYNTAXES} from "./helpers/syntaxes.ts";
 
 const TOOLS: ToolSpec[] = [
   {name: "get_weather", parameters: {type: "object", properties: {city: {type: "string"}, days: {type: "integer"}}}},
@@ -11,7 +12,7 @@ const TOOLS: ToolSpec[] = [
 const THINK = {open: "<think>", close: "</think>", startsInside: false};
 
 function parser(opts: Partial<ReplyParserOptions>): ReplyParser {
-  return new ReplyParser({syntax: null, tools: TOOLS, reasoning: null, ...opts});
+  return new ReplyParser({calls: null, tools: TOOLS, reasoning: null, ...opts});
 }
 
 const args = (parts: ReplyPart[]) => parts.flatMap((p) => (p.kind === "call_args" ? [p.text] : []));
@@ -19,7 +20,7 @@ const content = (parts: ReplyPart[]) => parts.flatMap((p) => (p.kind === "conten
 
 describe("ReplyParser streaming", () => {
   test("qwen-xml string values stream before </parameter>", () => {
-    const p = parser({syntax: "qwen-xml"});
+    const p = parser({calls: SYNTAXES["qwen-xml"]});
     assert.deepEqual(p.push("<tool_call>\n<function=get_weather>\n<parameter=city>\nPar"), [
       {kind: "call_start", index: 0, name: "get_weather"},
       {kind: "call_args", index: 0, text: '{"city": "Par'},
@@ -34,14 +35,14 @@ describe("ReplyParser streaming", () => {
   });
 
   test("qwen-xml non-string values wait for </parameter>", () => {
-    const p = parser({syntax: "qwen-xml"});
+    const p = parser({calls: SYNTAXES["qwen-xml"]});
     p.push("<tool_call>\n<function=get_weather>\n<parameter=days>\n1");
     assert.deepEqual(args(p.push("2\n")), []);
     assert.deepEqual(args(p.push("</parameter>")), ['"days": 12']);
   });
 
   test("the whole-text part list has the documented shape", () => {
-    const p = parser({syntax: "qwen-xml", reasoning: THINK});
+    const p = parser({calls: SYNTAXES["qwen-xml"], reasoning: THINK});
     const text = "<think>\nhm\n</think>\n\nLet me look.\n<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n" +
       "<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>";
     assert.deepEqual([...p.push(text), ...p.finish()], [
@@ -54,7 +55,7 @@ describe("ReplyParser streaming", () => {
   });
 
   test("hermes announces the name once its string closes, then streams the arguments", () => {
-    const p = parser({syntax: "hermes"});
+    const p = parser({calls: SYNTAXES["hermes"]});
     assert.deepEqual(p.push('<tool_call>\n{"name": "get_wea'), []);
     assert.deepEqual(p.push('ther", "arguments": {"city": "Pa'), [
       {kind: "call_start", index: 0, name: "get_weather"},
@@ -66,7 +67,7 @@ describe("ReplyParser streaming", () => {
   });
 
   test("content that could start a call marker is held, then released", () => {
-    const p = parser({syntax: "hermes"});
+    const p = parser({calls: SYNTAXES["hermes"]});
     assert.deepEqual(content(p.push("Hello <tool")), ["Hello"]);
     assert.deepEqual(content(p.push("s")), [" <tools"]);
     assert.deepEqual(content(p.push(" and <")), [" and"]); // the space could precede a call: held too
@@ -86,13 +87,13 @@ describe("ReplyParser streaming", () => {
   });
 
   test("generic: the start of the reply is held while it could be the opener", () => {
-    const p = parser({syntax: "generic"});
+    const p = parser({calls: SYNTAXES["generic"]});
     assert.deepEqual(p.push(' {"tool'), []);
     assert.deepEqual(p.push("s"), [{kind: "content", text: ' {"tools'}]);
   });
 
   test("mode follows reasoning, content and call syntax", () => {
-    const p = parser({syntax: "hermes", reasoning: {...THINK, startsInside: true}});
+    const p = parser({calls: SYNTAXES["hermes"], reasoning: {...THINK, startsInside: true}});
     assert.equal(p.mode, "reasoning");
     p.push("thinking\n</think>");
     assert.equal(p.mode, "content");
@@ -112,11 +113,13 @@ describe("ReplyParser streaming", () => {
   });
 
   test("callsCompleted counts calls whose syntax closed", () => {
-    const p = parser({syntax: "hermes"});
+    const p = parser({calls: SYNTAXES["hermes"]});
     p.push('<tool_call>{"name": "a", "arguments": {}}</tool_call><tool_call>{"name": "b", "arguments": {}}</tool_call>');
     assert.equal(p.callsCompleted, 2);
     assert.deepEqual(args(p.push('<tool_call>{"name": "c", "arguments": {"x": ')), ['{"x": ']);
-    assert.deepEqual(p.finish(), [{kind: "call_args", index: 2, text: "null}"}, {kind: "call_end", index: 2, complete: false}]);
+    // A call cut short is reported with the raw text of its region (a reply that is not streamed shows that).
+    assert.deepEqual(p.finish(), [{kind: "call_args", index: 2, text: "null}"}, {kind: "call_end", index: 2, complete: false},
+      {kind: "malformed", indices: [2], text: '<tool_call>{"name": "c", "arguments": {"x": '}]);
     assert.equal(p.callsCompleted, 2);
   });
 

@@ -1,17 +1,9 @@
-// Call-syntax detection from a template, and the system text for templates without tool support.
+// The system text for templates without tool support (the generic form), and a reply in that form.
 
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
-import {ReplyParser, detectToolSyntax, genericToolsPrompt} from "../../src/pipeline/reply/index.ts";
-
-describe("detectToolSyntax", () => {
-  test("picks the syntax the template teaches", () => {
-    assert.equal(detectToolSyntax("{{ '<tool_call>\\n<function=' + name }}"), "qwen-xml");
-    assert.equal(detectToolSyntax("{{ '<tool_call>\\n' + tool_call | tojson }}"), "hermes");
-    assert.equal(detectToolSyntax("{% for m in messages %}{{ m.content }}{% endfor %}"), "generic");
-    assert.equal(detectToolSyntax(null), "generic");
-  });
-});
+import {ReplyParser, genericToolsPrompt} from "../../src/pipeline/reply/index.ts";
+import {GENERIC_CALLS} from "../../src/templates/families/generic.ts";
 
 describe("genericToolsPrompt", () => {
   const tools = [
@@ -34,7 +26,7 @@ describe("genericToolsPrompt", () => {
   });
 
   test("a reply in the form it describes parses as calls", () => {
-    const p = new ReplyParser({syntax: "generic", tools: [], reasoning: null});
+    const p = new ReplyParser({calls: GENERIC_CALLS, tools: [], reasoning: null});
     const parts = [...p.push('{"tool_calls": [{"name": "now", "arguments": {}}]}'), ...p.finish()];
     assert.deepEqual(parts, [
       {kind: "call_start", index: 0, name: "now"},

@@ -6,6 +6,7 @@ import {describe, test} from "node:test";
 import type {SteerAction} from "../../src/engine/engine.ts";
 import {MAX_PREAMBLE_TOKENS, ReplySteering, type SteeringPlan} from "../../src/pipeline/steering.ts";
 import {createToolCallGrammars} from "../../src/pipeline/tool-call-grammars.ts";
+import {HERMES_CALLS} from "../../src/templates/families/hermes.ts";
 
 const SCHEMA = {gbnf: 'root ::= "{}"', key: "schema"};
 const BRACE = 90;
@@ -55,7 +56,7 @@ describe("JSON under a schema", () => {
 describe("tools under an object schema (SVC_SCHEMA_ESCAPE on)", () => {
   const tools = {tools: [{name: "f", parameters: {type: "object", properties: {a: {type: "string"}}}, strict: true, enforced: true}],
     choice: {kind: "auto" as const}, parallel: true};
-  const plan = (budget: number): SteeringPlan => ({reasoning: reasoning("none"), answer: schemaAnswer({budget}), calls: createToolCallGrammars("hermes", tools), parallel: true});
+  const plan = (budget: number): SteeringPlan => ({reasoning: reasoning("none"), answer: schemaAnswer({budget}), calls: createToolCallGrammars(HERMES_CALLS, tools), parallel: true});
 
   test("the preamble is free; the JSON starts at the first `{`, placed and accepted into the schema's grammar", () => {
     const {steering, actions} = steer(plan(100), ["Sure", ", here", ' {"a'], );

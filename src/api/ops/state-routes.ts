@@ -10,6 +10,7 @@ import {BUDGET_ALIASES, DEFAULT_SAMPLING} from "../fields/common.ts";
 import type {ServerDeps} from "../deps.ts";
 import type {SideModels} from "../../side-models/side-models.ts";
 import {ROUTE_OF_KIND} from "../../side-models/registry.ts";
+import type {ChatTemplate} from "../../templates/chat-template.ts";
 
 /** Request fields the generation routes of this build read (the rest are accepted and ignored). */
 export const SUPPORTED_FIELDS = {
@@ -60,7 +61,7 @@ export function registerStateRoutes(app: FastifyInstance, deps: ServerDeps): voi
       supported_fields: SUPPORTED_FIELDS,
       routes: ["POST /v1/chat/completions", "POST /v1/completions", "POST /v1/responses", "POST /v1/responses/input_tokens", "POST /v1/messages",
         "POST /v1/messages/count_tokens", "GET /v1/models", "GET /health", "GET /props", "GET /slots",
-        "GET /cache", "GET /metrics", "POST /tokenize", "POST /detokenize", "GET /svc/handles", "DELETE /svc/handles/{name}"],
+        "GET /cache", "GET /metrics", "POST /tokenize", "POST /detokenize", "POST /apply-template", "GET /svc/handles", "DELETE /svc/handles/{name}"],
       prompt_cache: {
         enabled: config.promptCache,
         reuse_match: engine.info.reuseMatch.match,
@@ -111,9 +112,7 @@ export function registerStateRoutes(app: FastifyInstance, deps: ServerDeps): voi
       token_budget_aliases: [...BUDGET_ALIASES],
       max_tokens_default: config.maxTokensDefault > 0 ? config.maxTokensDefault : null,
       max_tokens_cap: config.maxTokensCap,
-      chat_template: template
-        ? {path: template.origin, sha256: template.sha256, check: template.check}
-        : {path: null, sha256: null, check: "the model file has no chat template"},
+      chat_template: chatTemplateHealth(template, engine.info.chatTemplate !== null),
       stop_ids: engine.info.eogTokenIds,
       queued: st.queued,
       longest_wait_s: Math.round(st.longestWaitS * 1000) / 1000,
@@ -143,7 +142,8 @@ export function registerStateRoutes(app: FastifyInstance, deps: ServerDeps): voi
     },
     model_alias: model.id,
     model_path: model.path,
-    chat_template: engine.info.chatTemplate ?? "",
+    // The template in use: SVC_CHAT_TEMPLATE's file when set, else the GGUF's (shown even when it does not parse).
+    chat_template: template?.source ?? engine.info.chatTemplate ?? "",
     bos_token: engine.info.bosText,
     eos_token: engine.info.eosText,
     modalities: {vision: false, audio: false},
@@ -171,6 +171,28 @@ export function registerStateRoutes(app: FastifyInstance, deps: ServerDeps): voi
   };
   app.get("/v1/models", models);
   app.get("/models", models);
+}
+
+/**
+ * Which chat template the generation routes use: `source` is "gguf" (the model file's own) or the path of
+ * SVC_CHAT_TEMPLATE's file; `path` is the older name of where it came from (the template's origin), kept for clients
+ * that read it.
+ */
+function chatTemplateHealth(template: ChatTemplate | null, ggufHasOne: boolean) {
+  if (!template) {
+    return {source: ggufHasOne ? "gguf" : null, path: null, sha256: null, engine: null, family: null,
+      check: ggufHasOne
+        ? "the model's chat template does not parse (see the start log); set SVC_CHAT_TEMPLATE to a template file to replace it"
+        : "the model file has no chat template; set SVC_CHAT_TEMPLATE to a template file to supply one"};
+  }
+  return {
+    source: template.origin.startsWith("gguf:") ? "gguf" : template.origin,
+    path: template.origin,
+    sha256: template.sha256,
+    check: template.check,
+    engine: template.engine,
+    family: {id: template.family.id, name: template.family.name},
+  };
 }
 
 /** The side models and their executor, for /health. */

@@ -112,6 +112,7 @@ export class LlamaEngine implements Engine {
     this.info = {
       version: `node-llama-cpp ${PINNED_NODE_LLAMA_CPP} (llama.cpp ${release.release}, ${llama.buildType === "localBuild" ? "built from source" : "prebuilt"})`,
       architecture: String(meta.general.architecture),
+      modelName: typeof meta.general.name === "string" && meta.general.name !== "" ? meta.general.name : null,
       modelPath: opts.modelPath,
       contextSize: context.contextSize,
       trainContextSize: model.trainContextSize,

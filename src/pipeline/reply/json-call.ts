@@ -1,6 +1,8 @@
-// Calls written as JSON objects, {"name": "...", "arguments": {...}}: the hermes form (one object inside
-// <tool_call>…</tool_call>) and the generic form (a list under {"tool_calls": [...]}, the whole reply).
-// The name is announced once its string closes; the arguments stream as raw JSON while they arrive.
+// Calls written as JSON objects holding the name and the arguments (the `json` CallSyntax): Hermes (one object
+// inside <tool_call>…</tool_call>), lists after an opener (Nemotron <TOOLCALL>[...]</TOOLCALL>, Mistral Nemo,
+// Granite 3.3, Command R, Apriel), Llama 3's bare object, and the generic form (a list under
+// {"tool_calls": [...]}, the whole reply). The name is announced once its string closes; the arguments stream
+// as raw JSON while they arrive.
 //
 // Malformed syntax: whatever sits inside the call syntax is never content. A call whose name arrived
 // is ended with complete=false and its arguments closed best-effort; an object that never got a name
@@ -13,8 +15,10 @@ type ReaderState =
   | "open" | "key" | "keyStr" | "colon" | "value" | "nameStr" | "args" | "argsStr" | "skip" | "after"
   | "done" | "failed";
 
-// "parameters" is what some models write instead of "arguments"; both mean the same.
+// "parameters" is what Llama 3 and Command R write (and some models write instead of "arguments"); "tool_name"
+// is Command R's name key. Other keys (ids) are read and ignored.
 const ARGS_KEYS = new Set(["arguments", "parameters"]);
+const NAME_KEYS = new Set(["name", "tool_name"]);
 
 /** Reads one call object char by char; reports the name and the argument text as they are known. */
 class CallObjectReader {
@@ -107,7 +111,7 @@ class CallObjectReader {
   }
 
   private valueStart(c: string): number {
-    if (this.key === "name" && c === '"') {
+    if (NAME_KEYS.has(this.key) && c === '"') {
       this.raw = "";
       return this.to("nameStr", 1);
     }
@@ -202,62 +206,127 @@ export class JsonCall {
   }
 }
 
-const HERMES_CLOSE = "</tool_call>";
+export interface JsonRegionOptions {
+  /** Closes the region after the object(s) or the list ("" = nothing does). */
+  close: string;
+  /** The form is the whole reply (the generic form): anything after it, or after a break in it, is dropped. */
+  wholeReply: boolean;
+  /** The region starts inside the list (the generic form's consumed `{"tool_calls": [`). */
+  inList: boolean;
+}
 
 /**
- * After <tool_call>: a JSON call object, then </tool_call>. Some models put several objects in one
- * tag, so further objects are read too. Anything else before the close tag is syntax and is dropped.
+ * After a JSON syntax's opener: call objects, or a list of them, then the close marker. Some models put several
+ * objects in one Hermes tag, so further objects are read too (separated by whitespace, or `;` as Llama 3 does).
+ * Anything else before the close marker is syntax and is dropped; with no close marker, the region ends there.
  */
-export class HermesRegion implements CallRegion {
+export class JsonCallsRegion implements CallRegion {
   ended = false;
-  private state: "object" | "between" | "junk" = "object";
-  private call: JsonCall;
+  private state: "items" | "object" | "between" | "listClosed" | "junk" | "tail" = "items";
+  private inList: boolean;
+  private call: JsonCall | null = null;
 
-  constructor(private readonly calls: CallEmitter) {
-    this.call = new JsonCall(calls);
+  constructor(private readonly calls: CallEmitter, private readonly opts: JsonRegionOptions) {
+    this.inList = opts.inList;
   }
 
   feed(text: string, final: boolean): number {
     let i = 0;
-    for (;;) {
+    while (!this.ended) {
       switch (this.state) {
-        case "object":
-          i += this.call.feed(i === 0 ? text : text.slice(i));
-          if (!this.call.done && !this.call.failed) return i;
-          // Over, or broken (e.g. "</tool_call>" where a brace was due): end the call now.
-          this.call.end();
-          this.state = this.call.done ? "between" : "junk";
-          break;
-        case "between":
-          while (i < text.length && isJsonWs(text[i]!)) i++;
-          if (i === text.length) return i;
-          if (text[i] === "{") {
-            this.call = new JsonCall(this.calls);
-            this.state = "object";
-          } else this.state = "junk";
-          break;
-        case "junk": {
-          const at = text.indexOf(HERMES_CLOSE, i);
-          if (at >= 0) {
-            this.ended = true;
-            return at + HERMES_CLOSE.length;
-          }
-          return text.length - (final ? 0 : partialMarkerLength(text.slice(i), [HERMES_CLOSE]));
+        case "object": {
+          const call = this.call!;
+          i += call.feed(i === 0 ? text : text.slice(i));
+          if (!call.done && !call.failed) return i;
+          // Over, or broken (e.g. the close tag where a brace was due): end the call now.
+          call.end();
+          this.state = call.done ? "between" : "junk";
+          continue;
         }
+        case "junk":
+          return i + this.junk(text.slice(i), final);
+        case "tail":
+          return text.length;
+        default:
+          break;
       }
+      while (i < text.length && isJsonWs(text[i]!)) i++;
+      if (i === text.length) return i;
+      const rest = text.slice(i);
+      const {close} = this.opts;
+      // The close marker ends the region after an object (not in a list) or after the list.
+      const mayClose = close !== "" && (this.state === "listClosed" || !this.inList);
+      if (mayClose && rest.startsWith(close)) {
+        i += close.length;
+        this.closed();
+        continue;
+      }
+      if (mayClose && !final && close.startsWith(rest)) return i;
+      const c = rest[0]!;
+      if (this.state === "items") {
+        if (c === "{") this.startObject();
+        else if (this.inList && c === ",") i++;
+        else if (this.inList && c === "]") {
+          this.state = "listClosed";
+          i++;
+        } else if (!this.inList && c === "[") {
+          this.inList = true;
+          i++;
+        } else if (!this.inList && c === ";") i++;
+        else this.state = "junk";
+      } else if (this.state === "between") {
+        if (this.inList && (c === "," || c === "]")) {
+          this.state = c === "," ? "items" : "listClosed";
+          i++;
+        } else if (!this.inList && (c === "{" || c === ";")) this.state = "items";
+        else this.state = "junk";
+      } else {
+        // listClosed, and no close marker follows
+        this.state = "junk";
+      }
+      if (this.state === "listClosed" && close === "") this.closed();
     }
+    return i;
+  }
+
+  private closed(): void {
+    if (this.opts.wholeReply) this.state = "tail";
+    else this.ended = true;
+  }
+
+  /** What follows a break: dropped up to the close marker; with no marker the region ends (the rest is content). */
+  private junk(text: string, final: boolean): number {
+    if (this.opts.wholeReply) {
+      this.state = "tail";
+      return text.length;
+    }
+    const {close} = this.opts;
+    if (close === "") {
+      this.ended = true;
+      return 0;
+    }
+    const at = text.indexOf(close);
+    if (at >= 0) {
+      this.ended = true;
+      return at + close.length;
+    }
+    return text.length - (final ? 0 : partialMarkerLength(text, [close]));
+  }
+
+  private startObject(): void {
+    this.call = new JsonCall(this.calls);
+    this.state = "object";
   }
 
   finish(): void {
-    this.call.end();
+    this.call?.end();
     this.ended = true;
   }
 }
 
 /**
- * After <tool_call> when the syntax's own form may not be what the model wrote: Qwen models trained on
- * both forms sometimes write a JSON object where XML was due, and the other way round. The first
- * non-whitespace char decides.
+ * After an opener whose syntax may not be what the model wrote: Qwen models trained on both forms sometimes
+ * write a JSON object where XML was due, and the other way round. The first non-whitespace char decides.
  */
 export class TaggedCallRegion implements CallRegion {
   private inner: CallRegion | null = null;
@@ -282,64 +351,5 @@ export class TaggedCallRegion implements CallRegion {
 
   finish(): void {
     this.inner?.finish();
-  }
-}
-
-/**
- * After the generic opener {"tool_calls": [ : call objects separated by commas, then ]}. The form is
- * the whole reply, so anything after it, or after a break in it, is dropped rather than shown.
- */
-export class GenericRegion implements CallRegion {
-  readonly ended = false;
-  private state: "items" | "call" | "between" | "close" | "tail" = "items";
-  private call: JsonCall | null = null;
-
-  constructor(private readonly calls: CallEmitter) {}
-
-  feed(text: string): number {
-    let i = 0;
-    while (i < text.length) {
-      const c = text[i]!;
-      switch (this.state) {
-        case "items":
-          if (isJsonWs(c) || c === ",") i++;
-          else if (c === "{") {
-            this.call = new JsonCall(this.calls);
-            this.state = "call";
-          } else if (c === "]") {
-            this.state = "close";
-            i++;
-          } else this.state = "tail";
-          break;
-        case "call": {
-          const call = this.call!;
-          i += call.feed(i === 0 ? text : text.slice(i));
-          if (call.done || call.failed) {
-            call.end();
-            this.state = call.done ? "between" : "tail";
-          }
-          break;
-        }
-        case "between":
-          if (isJsonWs(c)) i++;
-          else if (c === "," || c === "]") {
-            this.state = c === "," ? "items" : "close";
-            i++;
-          } else this.state = "tail";
-          break;
-        case "close":
-          if (isJsonWs(c)) i++;
-          else this.state = "tail"; // "}" or not, the list is over
-          break;
-        case "tail":
-          i = text.length;
-          break;
-      }
-    }
-    return i;
-  }
-
-  finish(): void {
-    this.call?.end();
   }
 }

@@ -9,32 +9,41 @@
 // </think> follows. With a call syntax, trailing whitespace of content is held too, so content that
 // precedes a call, and whitespace between calls or after the last one, does not show as blank lines.
 //
-// Calls: with hermes or qwen-xml, a call opens anywhere in content at <tool_call> (qwen-xml also at a
-// bare <function=…>); what follows the tag decides whether it is read as JSON or XML. The generic form
-// is recognised only where content starts. Reasoning is never scanned for calls: a call written
-// inside an unclosed thinking block stays reasoning text.
+// Calls: the family's call syntax (regions.ts) says which markers open a call anywhere in content (Qwen XML:
+// <tool_call>, also a bare <function=…>; Mistral: [TOOL_CALLS]; ...) and which forms can only start the
+// content (the generic form, Llama 3). Reasoning is never scanned for calls: a call written inside an
+// unclosed thinking block stays reasoning text. A close marker outside any call is still call syntax: it is
+// dropped, not shown, as are the family's layout markers. (The text around a dropped marker is not re-joined,
+// so a contrived "<tool</tool_call>_call>" shows as "<tool" + "_call>": re-scanning the join would make the
+// result depend on how the text was chunked.)
 
-import {GenericRegion, HermesRegion, TaggedCallRegion} from "./json-call.ts";
-import {XML_FUNCTION_OPEN, XmlCallRegion} from "./qwen-xml.ts";
-import {CallEmitter, type CallRegion, PartSink, findMarker, isJsonWs, partialMarkerLength} from "./sink.ts";
-import type {ReasoningMarkers, ReplyMode, ReplyParserOptions, ReplyPart, ToolSpec, ToolSyntax} from "./types.ts";
+import {HarmonyParser} from "./harmony.ts";
+import {callParsing, matchStart, type CallParsing} from "./regions.ts";
+import {CallEmitter, type CallRegion, PartSink, findMarker, partialMarkerLength} from "./sink.ts";
+import type {ReasoningMarkers, ReplyMode, ReplyParserOptions, ReplyPart} from "./types.ts";
 
 type State = "start" | "reasoning" | "contentStart" | "content" | "region";
 
-const CALL_OPEN = "<tool_call>";
-/**
- * A close tag outside any call is still call syntax: it is dropped, not shown. (The text around it is
- * not re-joined, so a contrived "<tool</tool_call>_call>" shows as "<tool" + "_call>" — re-scanning
- * the join would make the result depend on how the text was chunked.)
- */
-const STRAY_CLOSE = "</tool_call>";
+/** What the pipeline drives: push text, finish, and read where the reply is. */
+export interface ReplyReader {
+  readonly mode: ReplyMode;
+  readonly callsCompleted: number;
+  push(text: string): ReplyPart[];
+  finish(): ReplyPart[];
+}
 
-export class ReplyParser {
-  private readonly syntax: ToolSyntax | null;
-  private readonly tools: readonly ToolSpec[];
+/** The parser a family's replies need: harmony messages (gpt-oss), or text with markers. */
+export function createReplyParser(opts: ReplyParserOptions): ReplyReader {
+  return opts.harmony ? new HarmonyParser({calls: opts.calls !== null}) : new ReplyParser(opts);
+}
+
+export class ReplyParser implements ReplyReader {
+  private readonly parsing: CallParsing | null;
   private readonly think: ReasoningMarkers | null;
-  /** Markers content is scanned for (none without tools, and none for generic: it only opens the reply). */
+  /** Markers content is scanned for: call openers, stray closes and layout (none without tools or layout). */
   private readonly contentMarkers: readonly string[];
+  /** Markers dropped from content. */
+  private readonly dropped: ReadonlySet<string>;
   private readonly sink = new PartSink();
   private readonly calls = new CallEmitter(this.sink);
   private state: State;
@@ -52,14 +61,18 @@ export class ReplyParser {
   private afterCall = false;
   private contentShown = false;
   private region: CallRegion | null = null;
+  /** The current region's raw text (its opener and what it consumed), and the first call index it can hold. */
+  private regionRaw = "";
+  private regionFirstCall = 0;
 
   constructor(opts: ReplyParserOptions) {
-    this.syntax = opts.syntax;
-    this.tools = opts.tools;
+    const syntax = opts.calls;
+    if (syntax?.shape === "custom" && syntax.kind === "harmony") throw new Error("harmony replies need the HarmonyParser (createReplyParser)");
+    this.parsing = syntax ? callParsing(syntax as Parameters<typeof callParsing>[0], opts.tools) : null;
     this.think = opts.reasoning;
-    const openers =
-      opts.syntax === "qwen-xml" ? [CALL_OPEN, XML_FUNCTION_OPEN] : opts.syntax === "hermes" ? [CALL_OPEN] : [];
-    this.contentMarkers = openers.length > 0 ? [...openers, STRAY_CLOSE] : [];
+    const layout = opts.layout ?? [];
+    this.dropped = new Set([...(this.parsing?.strays ?? []), ...layout]);
+    this.contentMarkers = [...(this.parsing?.openers ?? []), ...this.dropped];
     this.state = this.think === null ? "contentStart" : this.think.startsInside ? "reasoning" : "start";
   }
 
@@ -153,12 +166,15 @@ export class ReplyParser {
       if (this.buf === "" && !this.final) return false;
       this.trimNewlines = false;
     }
-    if (this.syntax === "generic") {
-      const m = matchGenericOpener(this.buf);
+    const start = this.parsing?.start;
+    if (start) {
+      const m = matchStart(this.buf, start.pieces);
       if (m === "partial" && !this.final) return false;
       if (typeof m === "number") {
-        this.buf = this.buf.slice(m);
-        this.enterRegion(new GenericRegion(this.calls));
+        // An envelope is consumed; the start of a call object is left for the region to read.
+        const opener = start.consumed ? this.buf.slice(0, m) : "";
+        this.buf = start.consumed ? this.buf.slice(m) : this.buf.trimStart();
+        this.enterRegion(this.parsing!.region(null, this.calls), opener);
         return true;
       }
     }
@@ -186,12 +202,12 @@ export class ReplyParser {
     if (m) {
       const before = this.buf.slice(0, m.at);
       this.buf = this.buf.slice(m.at + m.marker.length);
-      if (m.marker === STRAY_CLOSE) {
+      if (this.dropped.has(m.marker)) {
         this.content(before);
         return true;
       }
       this.content(before.trimEnd());
-      this.enterRegion(this.callRegion(m.marker));
+      this.enterRegion(this.parsing!.region(m.marker, this.calls), m.marker);
       return true;
     }
     if (this.final) {
@@ -207,32 +223,36 @@ export class ReplyParser {
   private inRegion(): boolean {
     const region = this.region!;
     const n = region.feed(this.buf, this.final);
+    this.regionRaw += this.buf.slice(0, n);
     this.buf = this.buf.slice(n);
     if (region.ended) {
-      this.region = null;
-      this.state = "content";
+      this.leaveRegion();
       this.afterCall = true;
       return true;
     }
     if (this.final) {
+      this.regionRaw += this.buf;
       region.finish();
-      this.region = null;
-      this.state = "content";
+      this.leaveRegion();
       this.buf = "";
       return false;
     }
     return n > 0;
   }
 
-  private callRegion(opener: string): CallRegion {
-    const xml = () => new XmlCallRegion(this.calls, this.tools, opener);
-    if (opener === XML_FUNCTION_OPEN) return xml();
-    return new TaggedCallRegion(() => new HermesRegion(this.calls), xml);
+  private leaveRegion(): void {
+    this.region = null;
+    this.state = "content";
+    const broken = [];
+    for (let i = this.regionFirstCall; i < this.calls.count; i++) if (this.calls.incomplete.has(i)) broken.push(i);
+    if (broken.length > 0) this.sink.add({kind: "malformed", indices: broken, text: this.regionRaw});
   }
 
-  private enterRegion(region: CallRegion): void {
+  private enterRegion(region: CallRegion, opener: string): void {
     this.region = region;
     this.state = "region";
+    this.regionRaw = opener;
+    this.regionFirstCall = this.calls.count;
   }
 
   /** Releases all of buf but its last `keep` chars. */
@@ -265,22 +285,4 @@ function trailingRun(s: string, end: number, test: (c: string) => boolean): numb
   let i = end;
   while (i > 0 && test(s[i - 1]!)) i--;
   return end - i;
-}
-
-const GENERIC_OPENER = ["{", '"tool_calls"', ":", "["];
-
-/**
- * Matches /^\s*\{\s*"tool_calls"\s*:\s*\[/ incrementally: the opener's length, "partial" while the
- * text could still become it, "no" once it cannot.
- */
-export function matchGenericOpener(s: string): number | "partial" | "no" {
-  let i = 0;
-  for (const piece of GENERIC_OPENER) {
-    while (i < s.length && isJsonWs(s[i]!)) i++;
-    for (const ch of piece) {
-      if (i >= s.length) return "partial";
-      if (s[i++] !== ch) return "no";
-    }
-  }
-  return i;
 }

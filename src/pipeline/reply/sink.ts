@@ -34,6 +34,13 @@ export class PartSink {
 export class CallEmitter {
   private next = 0;
   completed = 0;
+  /** Calls that ended without their syntax closing. */
+  readonly incomplete = new Set<number>();
+
+  /** The index the next call will get. */
+  get count(): number {
+    return this.next;
+  }
 
   constructor(private readonly sink: PartSink) {}
 
@@ -50,6 +57,7 @@ export class CallEmitter {
   end(index: number, complete: boolean): void {
     this.sink.add({kind: "call_end", index, complete});
     if (complete) this.completed++;
+    else this.incomplete.add(index);
   }
 }
 

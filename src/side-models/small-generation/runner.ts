@@ -4,6 +4,7 @@
 // the side executor (gated-engine.ts).
 
 import type {Engine} from "../../engine/engine.ts";
+import {nativeJinja} from "../../engine/llama/internals.ts";
 import {LlamaEngine} from "../../engine/llama/llama-engine.ts";
 import {resolveModel} from "../../models/resolve.ts";
 import {GenerationPipeline} from "../../pipeline/generate.ts";
@@ -113,7 +114,8 @@ function chatTemplateOf(id: string, engine: LlamaEngine): ChatTemplate {
   const source = engine.info.chatTemplate;
   if (!source) throw new Error(`SVC_NPU_MODELS: ${id}: the model file ${engine.info.modelPath} has no chat template, which small generation needs`);
   try {
-    return ChatTemplate.create(source, {bosToken: engine.info.bosText, eosToken: engine.info.eosText, origin: "gguf:tokenizer.chat_template"});
+    return ChatTemplate.create(source, {bosToken: engine.info.bosText, eosToken: engine.info.eosText, origin: "gguf:tokenizer.chat_template",
+      native: nativeJinja(engine.llama), metadata: {architecture: engine.info.architecture, modelName: engine.info.modelName}});
   } catch (err) {
     if (err instanceof TemplateRenderError) throw new Error(`SVC_NPU_MODELS: ${id}: the model's chat template cannot be used (${err.message})`);
     throw err;

@@ -3,6 +3,7 @@
 // One object per tag; a second call gets its own tag.
 
 import type {JsonCallSyntax} from "../../core/call-syntax.ts";
+import {QWEN_XML_CALLS} from "./qwen3-coder.ts";
 import {has, writesCall, type ModelFamily} from "./family.ts";
 
 /** How a template that writes Hermes calls renders one: a JSON object right inside <tool_call>. */
@@ -10,6 +11,8 @@ export const HERMES_WRITTEN = /<tool_call>\s*\{/;
 
 export const HERMES_CALLS: JsonCallSyntax = {
   shape: "json", opener: "<tool_call>", list: false, close: "</tool_call>", nameKey: "name", argsKey: "arguments", pad: "\n",
+  // Qwen models trained on both forms sometimes write XML where JSON was due.
+  alsoReads: QWEN_XML_CALLS,
 };
 
 export const hermes: ModelFamily = {

@@ -1,15 +1,5 @@
-// Which call syntax a chat template teaches its model, and, for templates that teach none, the system
-// text that teaches the generic JSON form the parser reads.
-
-import type {ToolSyntax} from "./types.ts";
-
-/** Templates that render calls as <function=…> are Qwen3-Coder / Qwen3.5; plain <tool_call> is hermes. */
-export function detectToolSyntax(templateSource: string | null): ToolSyntax {
-  if (templateSource === null) return "generic";
-  if (templateSource.includes("<function=")) return "qwen-xml";
-  if (templateSource.includes("<tool_call>")) return "hermes";
-  return "generic";
-}
+// The system text that teaches templates without a call syntax of their own the generic JSON form the parser
+// reads (families/generic.ts).
 
 export interface PromptTool {
   name: string;
