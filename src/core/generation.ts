@@ -28,6 +28,8 @@ export type PromptSpec =
       addGenerationPrompt: boolean;
       continueFinalMessage: boolean;
       enableThinking?: boolean;
+      /** The request's reasoning effort (none, minimal, low, medium, high, xhigh), for templates that read one. */
+      reasoningEffort?: string;
       templateKwargs?: Record<string, unknown>;
       tools?: unknown[];
     }

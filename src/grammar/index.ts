@@ -30,3 +30,4 @@ export {
   strictEligibility, xmlRawParameters, type Boundary, type CallSyntax, type Eligibility, type Phase, type PhaseGrammar, type ToolSpec,
 } from "./tool-calls.ts";
 export {TOOL_SCHEMA_UNENFORCED} from "./policy.ts";
+export {withAnswerPrefix} from "./answer-prefix.ts";

@@ -44,6 +44,7 @@ export function buildPrompt(spec: PromptSpec, engine: Engine, template: ChatTemp
           addGenerationPrompt: spec.addGenerationPrompt,
           continueFinalMessage: spec.continueFinalMessage,
           enableThinking: spec.enableThinking,
+          reasoningEffort: spec.reasoningEffort,
           kwargs: spec.templateKwargs,
           tools: spec.tools,
         });

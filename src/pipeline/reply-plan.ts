@@ -11,6 +11,7 @@ import {GENERIC_CALLS} from "../templates/families/generic.ts";
 import type {ReplyParserOptions} from "./reply/index.ts";
 import type {SteeringPlan} from "./steering.ts";
 import {createToolCallGrammars} from "./tool-call-grammars.ts";
+import {withAnswerPrefix} from "../grammar/index.ts";
 
 export interface ReplyPlan {
   parser: ReplyParserOptions;
@@ -80,12 +81,14 @@ export function planReply(req: GenerationRequest, ctx: PlanContext): ReplyPlan {
   const callsOffered = tools !== null && choice !== "none";
   const enforceCalls = callsOffered && (choice === "required" || choice === "named" || tools!.tools.some((t) => t.enforced));
   const grammars = enforceCalls ? createToolCallGrammars(calls!.generic ? null : calls!.syntax, tools!) : null;
-  const schema = req.grammar;
+  // A JSON answer binds after whatever the family writes before an answer (gpt-oss: the final channel's header).
+  const schema = req.grammar && family.answerLeadIn && chat !== null ? withAnswerPrefix(req.grammar, family.answerLeadIn) : req.grammar;
 
   let answer: SteeringPlan["answer"];
   if (callsOffered && (choice === "required" || choice === "named")) answer = {kind: "call"};
   else if (schema) {
-    const escape = callsOffered && ctx.schemaEscape && req.grammarRootObject === true;
+    // The free preamble before a JSON answer is read as text, which harmony replies are not.
+    const escape = callsOffered && ctx.schemaEscape && req.grammarRootObject === true && !harmony;
     answer = {kind: "schema", grammar: schema, escape: escape ? {budget: ctx.budget, braceToken: ctx.braceToken} : null};
   } else answer = {kind: "free"};
 

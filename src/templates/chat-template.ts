@@ -40,6 +40,8 @@ export interface RenderOptions {
   continueFinalMessage: boolean;
   /** undefined = template default. */
   enableThinking?: boolean;
+  /** Passed as `reasoning_effort` to templates that read it (gpt-oss: low, medium, high). */
+  reasoningEffort?: string;
   /** chat_template_kwargs: every key becomes a top-level template variable. */
   kwargs?: Record<string, unknown>;
   /** OpenAI-style tool objects, passed as `tools` (absent from the template when undefined). */
@@ -167,6 +169,8 @@ export class ChatTemplate {
     // QwQ as llama.cpp ships it) read an unset switch as off.
     const thinking = opts.enableThinking ?? (this.supportsThinking ? true : undefined);
     if (thinking !== undefined) vars.enable_thinking = thinking;
+    const effort = templateEffort(opts.reasoningEffort);
+    if (effort !== undefined && this.source.includes("reasoning_effort")) vars.reasoning_effort = effort;
     // kwargs values are not marked as client text: templates compare them (reasoning_effort ==
     // "high"), and markers would change those branches. They are control values, not content.
     for (const [key, value] of Object.entries(opts.kwargs ?? {})) vars[key] = value;
@@ -179,6 +183,12 @@ export class ChatTemplate {
     }
     return out.slice(0, cut);
   }
+}
+
+/** Effort levels as templates name them (gpt-oss knows low, medium, high); "none" turns thinking off instead. */
+function templateEffort(effort: string | undefined): string | undefined {
+  if (effort === undefined || effort === "none") return undefined;
+  return effort === "minimal" ? "low" : effort === "xhigh" ? "high" : effort;
 }
 
 /**

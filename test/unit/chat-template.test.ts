@@ -289,3 +289,16 @@ describe("reply header (where a reply starts inside a rendered assistant turn)",
     assert.equal(inline("{% for m in messages %}{{ m.content }}{% endfor %}").replyHeader, null);
   });
 });
+
+test("reasoning effort reaches templates that read reasoning_effort, in the levels they know", () => {
+  const t = inline("{% if reasoning_effort is defined %}effort={{ reasoning_effort }}{% else %}default{% endif %}|{{ messages[0].content }}");
+  const say = (effort?: string, kwargs?: Record<string, unknown>) => t.render([{role: "user", content: "x"}], {...NO_GEN, reasoningEffort: effort, kwargs}).text;
+  assert.equal(say(), "default|x");
+  assert.equal(say("high"), "effort=high|x");
+  assert.equal(say("minimal"), "effort=low|x");
+  assert.equal(say("xhigh"), "effort=high|x");
+  assert.equal(say("none"), "default|x", "none turns thinking off instead");
+  assert.equal(say("high", {reasoning_effort: "medium"}), "effort=medium|x", "chat_template_kwargs wins");
+  // A template that never reads it does not get it.
+  assert.equal(smol.render([{role: "user", content: "x"}], {...GEN, reasoningEffort: "high"}).text.includes("high"), false);
+});

@@ -56,6 +56,9 @@ export interface ModelFamily {
   preserved: readonly string[];
   /** Marker texts that are layout, dropped from content wherever they appear (Command R7B's response markers). */
   layout?: readonly string[];
+  /** What the format writes before an answer, as a GBNF expression: a JSON schema binds after it (gpt-oss writes
+   * its answer in a final message). Absent: the answer's first token is the JSON's. */
+  answerLeadIn?: string;
   input: TemplateInputNeeds;
 }
 

@@ -4,6 +4,7 @@
 //   <|start|>assistant to=functions.get_weather<|channel|>commentary json<|message|>{"city":"Paris"}<|call|>
 // analysis is reasoning, final is content, commentary addressed to=functions.NAME is a call (commentary without
 // a recipient is a preamble, shown as content). The channel markers are control tokens, kept in the parser's view.
+// A JSON answer binds after the final channel's header.
 // Earlier reasoning goes to the template as `thinking`.
 
 import {has, type ModelFamily} from "./family.ts";
@@ -14,6 +15,8 @@ export const gptOss: ModelFamily = {
   matches: ({source}) => has(source, "<|channel|>", "<|message|>", "<|start|>"),
   reasoning: {open: "<|channel|>analysis<|message|>", close: "<|end|>"},
   calls: {shape: "custom", kind: "harmony"},
+  // After reasoning, a new message opens with <|start|>assistant; a reply without reasoning starts at the channel.
+  answerLeadIn: '( "<|start|>assistant" )? "<|channel|>final<|message|>"',
   parallelCalls: false,
   preserved: ["<|channel|>", "<|message|>", "<|start|>", "<|end|>", "<|constrain|>", "<|call|>", "<|return|>"],
   input: {reasoning: "thinking"},

@@ -144,6 +144,7 @@ export function decodeChat(raw: unknown, ctx: ChatDecodeContext): DecodedChat {
       addGenerationPrompt,
       continueFinalMessage: continueFinal,
       enableThinking,
+      reasoningEffort: body.reasoning_effort ?? undefined,
       templateKwargs: kwargs,
       // tool_choice "none": the model is not told about the tools (and a call it writes anyway is dropped).
       tools: tools && tools.choice.kind !== "none" ? body.tools! : undefined,

@@ -7,8 +7,8 @@
 //   not expect thinking blocks they did not ask for. `budget_tokens` becomes the reasoning budget and must
 //   be below max_tokens (Anthropic's rule); Anthropic's floor of 1024 is not applied to a local model.
 // - `output_config.effort` is the chat route's reasoning_effort: "none" turns thinking off (400 beside a
-//   thinking config that turns it on); the other levels change nothing, as on the chat route, and are not
-//   passed to the template (no template the server ships reads reasoning_effort).
+//   thinking config that turns it on); the other levels reach templates that read `reasoning_effort` (gpt-oss),
+//   as on the chat route.
 // - max_tokens above max_tokens_cap runs with the cap (logged once per process).
 
 import type {IncomingHttpHeaders} from "node:http";
@@ -187,6 +187,7 @@ export function decodeMessages(raw: unknown, ctx: MessagesDecodeContext, mode: M
       addGenerationPrompt: !conversation.prefill,
       continueFinalMessage: conversation.prefill,
       enableThinking: thinking.enable,
+      reasoningEffort: body.output_config?.effort ?? undefined,
       // tool_choice "none": the model is not told about the tools (as on the chat route).
       tools: tools && tools.choice.kind !== "none" ? template : undefined,
     },

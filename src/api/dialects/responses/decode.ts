@@ -74,8 +74,8 @@ export function decodeResponses(raw: unknown, ctx: ResponsesDecodeContext): Deco
     requestId: ctx.requestId,
   });
 
-  // reasoning.effort "none" turns thinking off, like chat's reasoning_effort; other efforts keep the
-  // template's default (a local model has no effort levels).
+  // reasoning.effort "none" turns thinking off, like chat's reasoning_effort; other efforts reach templates
+  // that read reasoning_effort (gpt-oss) and change nothing for the others.
   const enableThinking = body.reasoning?.effort === "none" ? false : undefined;
 
   // A final assistant message is continued, not answered: the way to branch from inside a reply (see the
@@ -91,6 +91,7 @@ export function decodeResponses(raw: unknown, ctx: ResponsesDecodeContext): Deco
       addGenerationPrompt: !continueFinal,
       continueFinalMessage: continueFinal,
       enableThinking,
+      reasoningEffort: body.reasoning?.effort ?? undefined,
       // tool_choice "none": the model is not told about the tools (and a call it writes anyway is dropped).
       tools: tools && tools.choice.kind !== "none" ? templateToolEntries(tools.tools) : undefined,
     },
