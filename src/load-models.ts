@@ -53,19 +53,11 @@ export function readTemplateFile(path: string): TemplateFile {
   return {path, text};
 }
 
-/**
- * "line N: does not parse: <JS engine's error> (llama.cpp's Jinja engine: <its error>)" from ChatTemplate.create's
- * parse failure (each engine's part names the origin; the JS part ends with the line when it was found); the
- * message as it is when it has another form.
- */
-function parseFailure(message: string, origin: string): string {
-  const [js, native] = message.split(`; chat template from ${origin} failed to parse (llama.cpp Jinja): `) as [string, string?];
-  const prefix = `chat template from ${origin} failed to parse: `;
-  if (!js.startsWith(prefix)) return message;
-  let error = js.slice(prefix.length);
-  const line = / \(line (\d+)\)$/.exec(error);
-  if (line) error = error.slice(0, line.index);
-  return `${line ? `line ${line[1]}: ` : ""}does not parse: ${error}${native !== undefined ? ` (llama.cpp's Jinja engine: ${native})` : ""}`;
+/** "line N: does not parse: <JS engine's error> (llama.cpp's Jinja engine: <its error>)"; the message itself for other failures. */
+function parseFailure(err: TemplateRenderError): string {
+  const p = err.parse;
+  if (!p) return err.message;
+  return `${p.line !== null ? `line ${p.line}: ` : ""}does not parse: ${p.js}${p.native !== null ? ` (llama.cpp's Jinja engine: ${p.native})` : ""}`;
 }
 
 export interface TemplateInputs {
@@ -97,7 +89,7 @@ export function loadChatTemplate(inputs: TemplateInputs): ChatTemplate | null {
       metadata: {architecture: info.architecture, modelName: info.modelName}});
   } catch (err) {
     if (!(err instanceof TemplateRenderError)) throw err;
-    if (file) throw templateFileError(file.path, `${parseFailure(err.message, origin)}; fix the template, ${USE_OWN}`);
+    if (file) throw templateFileError(file.path, `${parseFailure(err)}; fix the template, ${USE_OWN}`);
     logger.warn("the model's chat template cannot be used; /v1/chat/completions will refuse requests (SVC_CHAT_TEMPLATE can replace it)",
       {error: err.message});
     return null;

@@ -203,7 +203,8 @@ function pickRenderer(source: string, opts: TemplateOptions): TemplateRenderer {
   } catch (err) {
     if (!(err instanceof TemplateRenderError)) throw err;
     const line = parseErrorLine(source, opts.origin);
-    jsError = new TemplateRenderError(line === null ? err.message : `${err.message} (line ${line})`);
+    jsError = new TemplateRenderError(line === null ? err.message : `${err.message} (line ${line})`,
+      {parse: {line, js: err.parse?.js ?? err.message, native: null}});
   }
   if (js !== null && (!opts.native || engineFails(rendersWith(js, opts)) === null)) return js;
   if (!opts.native) throw jsError!;
@@ -212,7 +213,8 @@ function pickRenderer(source: string, opts: TemplateOptions): TemplateRenderer {
     native = nativeRenderer(opts.native, source, opts.origin);
   } catch (err) {
     if (js !== null) return js;
-    throw new TemplateRenderError(`${jsError!.message}; ${(err as Error).message}`);
+    const native = (err as Error).message.replace(/^chat template from .* failed to parse \(llama\.cpp Jinja\): /, "");
+    throw new TemplateRenderError(`${jsError!.message}; ${(err as Error).message}`, {parse: {...jsError!.parse!, native}});
   }
   if (js !== null && engineFails(rendersWith(native, opts)) !== null) return js;
   return native;

@@ -9,10 +9,13 @@ export class TemplateRenderError extends Error {
   override name = "TemplateRenderError";
   /** The template itself refused the input (raise_exception), as opposed to the engine failing to run it. */
   readonly raised: boolean;
+  /** Set when the template does not parse: the line (when found) and each engine's own error. */
+  readonly parse?: {line: number | null; js: string; native: string | null};
 
-  constructor(message: string, opts: {raised?: boolean} = {}) {
+  constructor(message: string, opts: {raised?: boolean; parse?: TemplateRenderError["parse"]} = {}) {
     super(message);
     this.raised = opts.raised === true;
+    if (opts.parse) this.parse = opts.parse;
   }
 }
 
@@ -25,7 +28,7 @@ export function compileTemplate(source: string, origin: string): Program {
     // written against that whitespace behaviour.
     return parse(tokenize(source, {lstrip_blocks: true, trim_blocks: true}));
   } catch (err) {
-    throw new TemplateRenderError(`chat template from ${origin} failed to parse: ${errorText(err)}`);
+    throw new TemplateRenderError(`chat template from ${origin} failed to parse: ${errorText(err)}`, {parse: {line: null, js: errorText(err), native: null}});
   }
 }
 

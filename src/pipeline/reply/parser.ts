@@ -206,8 +206,10 @@ export class ReplyParser implements ReplyReader {
         this.content(before);
         return true;
       }
-      this.content(before.trimEnd());
-      this.enterRegion(this.parsing!.region(m.marker, this.calls), m.marker);
+      const shown = before.trimEnd();
+      this.content(shown);
+      // The layout whitespace before a call belongs to its raw text (shown if the call turns out malformed).
+      this.enterRegion(this.parsing!.region(m.marker, this.calls), before.slice(shown.length) + m.marker);
       return true;
     }
     if (this.final) {
