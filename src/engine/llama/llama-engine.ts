@@ -16,14 +16,14 @@ import {acceptGrammarToken, PINNED_NODE_LLAMA_CPP, queuedDecodes, sequenceIdOf, 
 import {llamaBuildOptions, type EngineBuild} from "./engine-build.ts";
 import {keepBuilds, restoreBuilds} from "./engine-build-store.ts";
 import {loneSteps, measureDecodeThreads, STEP_TOKENS, threadsForBatch} from "./decode-threads.ts";
-import {cachedProbe, probeExactness, PROBE_TOKENS} from "./exactness-probe.ts";
+import {reuseMatchAtLoad, speculationAtLoad, STEP_COST_TEXT} from "./load-measures.ts";
 import type {CutPlan} from "../kv/region-memory.ts";
 import {TILED_ROWS, type Span} from "../kv/row-classes.ts";
 import {classifyTokens, GrammarConstraint, GrammarStore, type TokenClasses} from "./grammar-constraint.ts";
 import {runOnRegion, type GrammarBinder} from "./region-decode.ts";
 import {LONG_PREFILL_TOKENS, RegionPool} from "./region-pool.ts";
 import {tokenTextToBytes, type VocabKind} from "./token-bytes.ts";
-import {LookupRecord, measureStepCost, type DraftPolicy, type SpeculationMode} from "./prompt-lookup.ts";
+import {LookupRecord, type DraftPolicy, type SpeculationMode} from "./prompt-lookup.ts";
 
 export interface LlamaEngineOptions {
   modelPath: string;
@@ -376,38 +376,6 @@ function speculates(job: DecodeJob): boolean {
   const s = job.sampling;
   return s.temperature === 0 && !job.grammar && !job.steering && !job.logprobs &&
     s.repeatPenalty === 1 && s.presencePenalty === 0 && s.frequencyPenalty === 0;
-}
-
-/** Text whose tokens fill the region while the step cost is measured (any ordinary text does). */
-const STEP_COST_TEXT = "The quick brown fox jumps over the lazy dog while the river keeps running to the sea, and the mill turns all day long.";
-
-/** SVC_EXACT_REUSE: `pieces` as asked; `auto` probes (exactness-probe.ts) and matches by row class when it may. */
-async function reuseMatchAtLoad(opts: LlamaEngineOptions, model: LlamaModel, region0: LlamaContextSequence, threads: {prompt: number; decode: number}):
-  Promise<EngineInfo["reuseMatch"]> {
-  if ((opts.exactReuse ?? "auto") === "pieces") return {match: "pieces", reason: "SVC_EXACT_REUSE=pieces"};
-  // Probed with the cache off too: the match decides how every prompt is cut, and greedy output must not
-  // depend on SVC_PROMPT_CACHE.
-  const text = model.tokenize(STEP_COST_TEXT) as number[];
-  const tokens = Array.from({length: PROBE_TOKENS}, (_, i) => text[i % text.length]!);
-  const probe = await cachedProbe(opts.probeStore ? {dir: opts.probeStore.dir, key: {...opts.probeStore.key as object, threads}} : null,
-    () => probeExactness(region0, tokens));
-  opts.logger.info("exact reuse", {match: probe.match, probe_ms: Math.round(probe.ms), ...(probe.cached ? {from: "an earlier start's probe"} : {}),
-    ...(probe.reason ? {reason: probe.reason} : {})});
-  return {match: probe.match, reason: probe.reason ?? `probed${probe.cached ? " at an earlier start" : " at load"} (${Math.round(probe.ms)} ms): a row's KV depends only on whether its piece was tiled`};
-}
-
-async function speculationAtLoad(opts: LlamaEngineOptions, model: LlamaModel, region0: LlamaContextSequence): Promise<SpeculationInfo> {
-  if (opts.speculation === "off") return {mode: "off", active: false, stepCost: null, reason: "SVC_SPECULATION=off"};
-  if (!opts.flashAttention) {
-    // config.ts refuses "on" without flash attention; "auto" just stays off.
-    opts.logger.info("prompt-lookup speculation is off: it needs SVC_FLASH_ATTENTION=1 to keep greedy output exact");
-    return {mode: opts.speculation, active: false, stepCost: null, reason: "flash attention is off"};
-  }
-  const stepCost = await measureStepCost(region0, model.tokenize(STEP_COST_TEXT) as number[]);
-  const hitRate = Math.max(0, stepCost - 1);
-  opts.logger.info("prompt-lookup speculation", {mode: opts.speculation, step_cost: Number(stepCost.toFixed(2)),
-    drafts_when: opts.speculation === "on" ? "always" : hitRate >= 1 ? "never (a draft step costs two plain steps)" : `hit rate above ${hitRate.toFixed(2)}, alone`});
-  return {mode: opts.speculation, active: true, stepCost, reason: null};
 }
 
 const NO_DISK: DiskReport = {enabled: false, dir: null, bytes: 0, budget_bytes: 0, entries: 0, hits: 0, writes: 0, rejected: 0, cut_back: 0,
