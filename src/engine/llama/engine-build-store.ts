@@ -57,28 +57,25 @@ async function copyBuild(from: string, to: string): Promise<void> {
   await rename(staging, to);
 }
 
-/** Copies stored builds the package folder lacks back into it. */
-export async function restoreBuilds(store: string, local = localBuildsDirectory()): Promise<string[]> {
-  const restored: string[] = [];
-  const present = new Set(await completeBuilds(local));
-  for (const name of await completeBuilds(store)) {
+/** Copies the complete builds in `from` that `to` lacks; returns their names. */
+async function copyMissing(from: string, to: string): Promise<string[]> {
+  const copied: string[] = [];
+  const present = new Set(await completeBuilds(to));
+  for (const name of await completeBuilds(from)) {
     if (present.has(name)) continue;
-    await mkdir(local, {recursive: true});
-    await copyBuild(join(store, name), join(local, name));
-    restored.push(name);
+    await mkdir(to, {recursive: true});
+    await copyBuild(join(from, name), join(to, name));
+    copied.push(name);
   }
-  return restored;
+  return copied;
+}
+
+/** Copies stored builds the package folder lacks back into it. */
+export function restoreBuilds(store: string, local = localBuildsDirectory()): Promise<string[]> {
+  return copyMissing(store, local);
 }
 
 /** Copies the package folder's complete builds that the store lacks into it. */
-export async function keepBuilds(store: string, local = localBuildsDirectory()): Promise<string[]> {
-  const kept: string[] = [];
-  const stored = new Set(await completeBuilds(store));
-  for (const name of await completeBuilds(local)) {
-    if (stored.has(name)) continue;
-    await mkdir(store, {recursive: true});
-    await copyBuild(join(local, name), join(store, name));
-    kept.push(name);
-  }
-  return kept;
+export function keepBuilds(store: string, local = localBuildsDirectory()): Promise<string[]> {
+  return copyMissing(local, store);
 }
