@@ -58,6 +58,12 @@ export class ReplyShaper {
 
   private *events(parts: ReplyPart[]): Generator<GenerationEvent> {
     for (const part of parts) {
+      // The reply ended with its one allowed call: what the parser still holds (the call's trailing syntax, the
+      // start of another call) is not part of it. A streamed call that went out broken is still counted.
+      if (this.finished) {
+        if (part.kind === "malformed" && !this.hold) this.malformed += part.indices.length;
+        continue;
+      }
       switch (part.kind) {
         case "reasoning":
           this.record.reasoning += part.text;

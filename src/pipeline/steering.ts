@@ -6,6 +6,7 @@
 
 import type {DecodeSteering, GrammarRef, SteerAction} from "../engine/engine.ts";
 import type {CallBoundary, CallPhase, ToolCallGrammars} from "./tool-call-grammars.ts";
+import {matchStart} from "./reply/regions.ts";
 
 export interface SteeringText {
   /** Text of one token in context (the steering's own incremental view of the reply). */
@@ -44,6 +45,8 @@ type State =
   | {kind: "answer-start"}
   | {kind: "preamble"; text: string; tokens: number; cap: number}
   | {kind: "free"; text: string}
+  /** Calls can only start the answer (no opener): watched until its start is, or cannot be, a call's. */
+  | {kind: "start"; text: string; tokens: number[]}
   | {kind: "phase"; phase: CallPhase; text: string}
   | {kind: "json"}
   | {kind: "ended"};
@@ -65,6 +68,7 @@ export class ReplySteering implements DecodeSteering {
   reasoningTokens = 0;
   /** The steering closed the block because the thinking budget ran out. */
   budgetClosed = false;
+  private lastToken = -1;
 
   constructor(private readonly plan: SteeringPlan, private readonly text: SteeringText) {
     if (plan.reasoning.mode === "inside") {
@@ -104,13 +108,14 @@ export class ReplySteering implements DecodeSteering {
       this.state = {kind: "phase", phase, text: ""};
       return calls.grammar(phase);
     }
-    this.state = {kind: "free", text: ""};
+    this.state = calls && calls.openers.length === 0 && calls.start ? {kind: "start", text: "", tokens: []} : {kind: "free", text: ""};
     return null;
   }
 
   onToken(token: number): SteerAction | null {
     this.seen++;
     const piece = this.text.push(token);
+    this.lastToken = token;
     const st = this.state;
     if (st.kind !== "thinking") return this.onToken0(piece);
     // The opener itself (when the reply writes it) is not thinking; everything after it is.
@@ -161,6 +166,22 @@ export class ReplySteering implements DecodeSteering {
         return this.onPreamble(st, piece);
       case "free":
         return this.onFree(st, piece);
+      case "start": {
+        // Whitespace before the call is written before its grammar binds: not accepted by it.
+        if (st.text === "" && piece.trim() === "") return null;
+        st.text += piece;
+        st.tokens.push(this.lastToken);
+        const m = matchStart(st.text, this.plan.calls!.start!);
+        if (m === "partial") return null;
+        if (m === "no") {
+          this.state = {kind: "free", text: ""};
+          return null;
+        }
+        // The answer is a call: bound from its start, the tokens written so far accepted by the open phase.
+        const phase: CallPhase = {kind: "open", fromReplyStart: true};
+        this.state = {kind: "phase", phase, text: st.text};
+        return {bind: {grammar: this.plan.calls!.grammar(phase), accept: st.tokens}};
+      }
       case "phase":
         return this.onPhase(st, piece);
       default:

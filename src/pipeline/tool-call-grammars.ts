@@ -24,6 +24,8 @@ export interface ToolCallGrammars {
   /** The texts that open a call in free text (any one of them does); empty when calls can only start the
    * reply (the generic form, Llama 3). The open phase bound after one continues right after it. */
   readonly openers: readonly string[];
+  /** With no openers: the JSON pieces a call starts the reply with (Llama 3's `{"name"`, the generic envelope). */
+  readonly start: readonly string[] | null;
   grammar(phase: CallPhase): GrammarRef;
   /** Where the phase's text (everything since it was bound) reached its end, if it has. */
   boundary(phase: CallPhase, text: string): CallBoundary | null;
@@ -60,6 +62,7 @@ export function createToolCallGrammars(syntax: CallSyntax | null, tools: ToolsRe
   const after = hasAfterPhase(calls);
   return {
     openers: callOpeners(calls),
+    start: calls.shape === "json" && calls.opener === null ? calls.start!.pieces : null,
     grammar: (phase) => {
       const g = lookup(phase);
       return {gbnf: g.gbnf, key: g.key};

@@ -6,7 +6,7 @@ import {homedir, tmpdir} from "node:os";
 import {join} from "node:path";
 import {after, before, describe, test} from "node:test";
 import {InputLookupTokenPredictor, LlamaGrammarEvaluationState, type Llama, type LlamaContext, type LlamaModel, type Token} from "node-llama-cpp";
-import {acceptGrammarToken, attachTokenPredictor, detachTokenPredictor, copySequenceState, createEmbeddingsContext, grammarAcceptsText, pooledEmbedding, INTERNAL_MEMBERS, PINNED_NODE_LLAMA_CPP, queuedDecodes, sequenceIdOf, setNextBatchThreads, type QueuedDecodeView} from "../../src/engine/llama/internals.ts";
+import {acceptGrammarToken, isEndOfGeneration, attachTokenPredictor, detachTokenPredictor, copySequenceState, createEmbeddingsContext, grammarAcceptsText, pooledEmbedding, INTERNAL_MEMBERS, PINNED_NODE_LLAMA_CPP, queuedDecodes, sequenceIdOf, setNextBatchThreads, type QueuedDecodeView} from "../../src/engine/llama/internals.ts";
 import {ensureConverted} from "../../src/models/hf-convert/convert.ts";
 import {resolveModelFolder} from "../../src/models/hf-convert/fetch-folder.ts";
 import {DEFAULT_EMBEDDING_SPEC} from "../../src/side-models/registry.ts";
@@ -38,7 +38,7 @@ describe("node-llama-cpp internals", () => {
       "LlamaContextSequence._copyStateFromOtherSequence", "LlamaModel.createContext({_embeddings})", "LlamaContext._ctx.getEmbedding",
       "LlamaContextSequence._tokenPredictor", "LlamaContextSequence._resetTokenPredictor", "LlamaContextSequence._tokenPredictorOwner",
       "LlamaContextSequence._abortTokenPredictor", "LlamaContext._idealThreads", "LlamaContext._threadSplitterConsumer._wantedThreads",
-      "Llama._bindings.AddonJinjaRenderer",
+      "Llama._bindings.AddonJinjaRenderer", "LlamaModel._model.isEogToken",
       // checked in test/unit/engine-build-store.test.ts against the library's own code
       "llama/localBuilds/<name>/{Release/llama-addon.node,Release/_nlcBuildMetadata.json,buildDone.status}"].sort());
   });
@@ -159,6 +159,15 @@ describe("node-llama-cpp internals", () => {
     } finally {
       await ctx.dispose();
     }
+  });
+
+  test("isEndOfGeneration is llama.cpp's end-of-generation set: the default model's <|im_end|> and <|endoftext|>, nothing else", () => {
+    const ends: number[] = [];
+    const vocab = (model.fileInfo.metadata.tokenizer.ggml as unknown as {tokens: string[]}).tokens.length;
+    for (let t = 0; t < vocab; t++) if (isEndOfGeneration(model, t)) ends.push(t);
+    assert.ok(ends.length >= 1 && ends.length <= 4, JSON.stringify(ends));
+    assert.ok(ends.includes(model.tokens.eos!), "the EOS token ends a reply");
+    for (const t of ends) assert.ok(model.isEogToken(t as never), `${t} is also the library's`);
   });
 
   test("sequences get ids 0..N-1 in order (LlamaContextSequence._sequenceId)", async () => {

@@ -244,8 +244,8 @@ describe("decodeChat: the request", () => {
     assert.equal(d.includeUsage, false);
     assert.deepEqual(d.request, {
       requestId: "req-1",
-      prompt: {kind: "chat", messages: [{role: "user", content: "hi"}], addGenerationPrompt: true, continueFinalMessage: false, enableThinking: undefined, templateKwargs: undefined,
-        tools: undefined},
+      prompt: {kind: "chat", messages: [{role: "user", content: "hi"}], addGenerationPrompt: true, continueFinalMessage: false, enableThinking: undefined, reasoningEffort: undefined,
+        templateKwargs: undefined, tools: undefined},
       maxTokens: null,
       sampling: {temperature: 1, topK: 40, topP: 1, minP: 0, seed: 3, presencePenalty: 0, frequencyPenalty: 0, repeatPenalty: 1, repeatLastN: 64},
       stop: [],
@@ -257,6 +257,11 @@ describe("decodeChat: the request", () => {
       tools: null,
       signal,
     });
+  });
+
+  test("reasoning_effort reaches the prompt (templates that read it get it)", () => {
+    const prompt = decodeChat({messages: [user("hi")], reasoning_effort: "high"}, ctx).request.prompt;
+    assert.equal(prompt.kind === "chat" ? prompt.reasoningEffort : null, "high");
   });
 
   test("stop, stop_token_ids and sampling are decoded", () => {

@@ -17,6 +17,7 @@ import {ReplySteering, type SteeringPlan} from "../../src/pipeline/steering.ts";
 import {createToolCallGrammars} from "../../src/pipeline/tool-call-grammars.ts";
 import {FAMILIES} from "../../src/templates/families/index.ts";
 import {GENERIC_CALLS} from "../../src/templates/families/generic.ts";
+import {drive, GEMMA_QUOTE as Q, render, type Call, type Slice} from "../fixtures/grammar/call-phases.ts";
 
 let llama: Llama;
 before(async () => {
@@ -33,13 +34,6 @@ function load(g: PhaseGrammar): Promise<LlamaGrammar> {
   return p;
 }
 
-const Q = '<|"|>';
-type Value = string | number;
-interface Call {
-  name: string;
-  args: [string, Value][];
-}
-
 const PARAMS = (s: string, n: string) => ({type: "object", properties: {[s]: {type: "string"}, [n]: {type: "integer"}}, required: [s, n]});
 const TOOLS: ToolSpec[] = [
   {name: "get_weather", parameters: PARAMS("city", "days"), strict: true},
@@ -48,83 +42,6 @@ const TOOLS: ToolSpec[] = [
 const NAMES = TOOLS.map((t) => t.name);
 const ONE: Call[] = [{name: "get_weather", args: [["city", "Paris"], ["days", 3]]}];
 const TWO: Call[] = [...ONE, {name: "search", args: [["query", "rain in Rome"], ["limit", 5]]}];
-
-// --- the canonical text of calls, written from the syntax data (independently of the grammar code) ---
-
-const jsonArgs = (args: [string, Value][]) => `{${args.map(([k, v]) => `${JSON.stringify(k)}: ${JSON.stringify(v)}`).join(", ")}}`;
-const gemmaArgs = (args: [string, Value][]) => `{${args.map(([k, v]) => `${k}:${typeof v === "string" ? Q + v + Q : v}`).join(",")}}`;
-
-function render(s: CallSyntax, calls: Call[]): string {
-  switch (s.shape) {
-    case "json": {
-      const objs = calls.map((c, i) => `{${s.idKey ? `"${s.idKey}": "${i}", ` : ""}"${s.nameKey}": "${c.name}", "${s.argsKey}": ${jsonArgs(c.args)}}`);
-      if (s.opener === null) {
-        if (!s.start!.consumed) return objs[0]!;
-        return s.start!.pieces.map((p) => (p === ":" ? ": " : p)).join("") + objs.join(", ") + "]" + s.close;
-      }
-      if (s.list) return `${s.opener}${s.pad}[${objs.join(", ")}]${s.pad}${s.close}`;
-      return objs.map((o) => s.opener + s.pad + o + s.pad + s.close).join("\n");
-    }
-    case "named": {
-      const one = (c: Call, i: number) =>
-        s.open + s.namePrefix + c.name + (s.nameIndex ? `:${i}` : "") + s.nameEnd + jsonArgs(c.args) + s.argsEnd + s.close;
-      return (s.section?.open ?? "") + calls.map(one).join(s.separator) + (s.section?.close ?? "");
-    }
-    case "xml": {
-      const keyEnd = (v: Value) => (typeof s.keyEnd === "string" ? s.keyEnd : typeof v === "string" ? s.keyEnd.string : s.keyEnd.json);
-      const one = (c: Call) => s.open + c.name + s.nameEnd + c.args.map(([k, v]) => s.keyOpen + k + keyEnd(v) + String(v) + s.valueEnd).join("") + s.close;
-      return (s.section?.open ?? "") + calls.map(one).join(s.separator) + (s.section?.close ?? "");
-    }
-    case "custom":
-      if (s.kind === "harmony") return `<|channel|>commentary to=functions.${calls[0]!.name} <|constrain|>json<|message|>${jsonArgs(calls[0]!.args)}`;
-      return calls.map((c) => `<|tool_call>call:${c.name}${gemmaArgs(c.args)}<tool_call|>`).join("");
-  }
-}
-
-// --- the phases, cut as the steering cuts them ---
-
-interface Slice {
-  grammar: PhaseGrammar;
-  text: string;
-  boundary: Boundary | null;
-}
-
-/** Runs `text` through the phases: from the reply's start (an open phase) or free text watched for openers. */
-function drive(s: CallSyntax, text: string, tools: ToolSpec[], fromReplyStart: boolean): Slice[] {
-  const byName = new Map(tools.map((t) => [t.name, t]));
-  const slices: Slice[] = [];
-  let grammar: PhaseGrammar | null = fromReplyStart ? openGrammar(s, NAMES, {fromReplyStart: true}) : null;
-  let tool = "";
-  let written: string[] = [];
-  let acc = "";
-  for (const ch of text) {
-    acc += ch;
-    if (grammar === null) {
-      // Free text: the open phase starts right after an opener.
-      if (callOpeners(s).some((o) => acc.endsWith(o))) {
-        grammar = openGrammar(s, NAMES, {fromReplyStart: false});
-        acc = "";
-      }
-      continue;
-    }
-    const b = phaseBoundary(s, grammar.phase, acc);
-    if (b === null) continue;
-    slices.push({grammar, text: acc, boundary: b});
-    acc = "";
-    if (b.kind === "named" || b.kind === "more") {
-      tool = b.name;
-      written = [];
-      grammar = argumentGrammar(s, byName.get(tool)!, written);
-    } else if (b.kind === "parameter") {
-      written = [...written, b.name];
-      grammar = argumentGrammar(s, byName.get(tool)!, written);
-    } else if (b.kind === "closed") {
-      grammar = hasAfterPhase(s) ? afterCallGrammar(s, {more: true, names: NAMES}) : null;
-    } else grammar = null;
-  }
-  if (grammar !== null) slices.push({grammar, text: acc, boundary: null});
-  return slices;
-}
 
 /** The boundaries the calls' structure implies. */
 function expected(s: CallSyntax, calls: Call[], strict: boolean): (Boundary | null)[] {

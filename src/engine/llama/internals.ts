@@ -166,6 +166,20 @@ export function setNextBatchThreads(context: LlamaContext, threads: number): voi
 }
 
 /**
+ * `LlamaModel._model.isEogToken(token)`: llama.cpp's own end-of-generation set (llama_vocab_is_eog). The public
+ * `LlamaModel.isEogToken` also counts the vocabulary's EOS and EOT tokens, and for gpt-oss llama.cpp names
+ * `<|end|>` the EOT while leaving it out of its end-of-generation set on purpose: harmony replies end a reasoning
+ * message with `<|end|>` and go on. svc stops where llama.cpp's server stops.
+ */
+export function isEndOfGeneration(model: LlamaModel, token: number): boolean {
+  const native = (model as unknown as {_model?: {isEogToken?: (t: number) => boolean}})._model;
+  if (typeof native?.isEogToken !== "function") {
+    throw new Error("node-llama-cpp internal LlamaModel._model.isEogToken is missing; svc needs node-llama-cpp " + PINNED_NODE_LLAMA_CPP);
+  }
+  return native.isEogToken(token);
+}
+
+/**
  * `Llama._bindings.AddonJinjaRenderer`: llama.cpp's own Jinja engine (common/jinja), compiled into the addon.
  * node-llama-cpp falls back to it when @huggingface/jinja cannot parse a template; svc does the same for
  * templates the JS engine cannot run (src/templates/renderer.ts). `new AddonJinjaRenderer(source)` compiles,
@@ -210,5 +224,6 @@ export const INTERNAL_MEMBERS = [
   "LlamaContext._idealThreads",
   "LlamaContext._threadSplitterConsumer._wantedThreads",
   "Llama._bindings.AddonJinjaRenderer",
+  "LlamaModel._model.isEogToken",
   "llama/localBuilds/<name>/{Release/llama-addon.node,Release/_nlcBuildMetadata.json,buildDone.status}",
 ] as const;

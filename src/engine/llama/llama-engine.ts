@@ -12,7 +12,7 @@ import {exactLength} from "../kv/region-memory.ts";
 import {EngineCancelledError} from "../errors.ts";
 import {RegionQueue} from "../region-queue.ts";
 import {chooseBatch, newBatchPolicyState, type BatchPolicyState} from "./batch-strategy.ts";
-import {acceptGrammarToken, PINNED_NODE_LLAMA_CPP, queuedDecodes, sequenceIdOf, setNextBatchThreads} from "./internals.ts";
+import {acceptGrammarToken, isEndOfGeneration, PINNED_NODE_LLAMA_CPP, queuedDecodes, sequenceIdOf, setNextBatchThreads} from "./internals.ts";
 import {llamaBuildOptions, type EngineBuild} from "./engine-build.ts";
 import {keepBuilds, restoreBuilds} from "./engine-build-store.ts";
 import {loneSteps, measureDecodeThreads, STEP_TOKENS, threadsForBatch} from "./decode-threads.ts";
@@ -100,7 +100,7 @@ export class LlamaEngine implements Engine {
     this.vocabTexts = tokenizer.tokens;
     this.vocabKind = tokenizer.model === "gpt2" ? "gpt2" : tokenizer.model === "llama" ? "llama" : "other";
     this.eog = new Set<number>();
-    for (let t = 0; t < this.vocabTexts.length; t++) if (model.isEogToken(t as Token)) this.eog.add(t);
+    for (let t = 0; t < this.vocabTexts.length; t++) if (isEndOfGeneration(model, t)) this.eog.add(t);
     const decoder = new TextDecoder();
     this.binder = {
       constraint: async (grammar, budget) => new GrammarConstraint(model, await this.grammars.get(grammar.gbnf, grammar.key), this.tokenClasses, budget),

@@ -303,7 +303,15 @@ export class XmlCallsRegion implements CallRegion {
       if (this.closeLeft.length === 0) this.afterClosed();
       return ws + next.length;
     }
-    if (!final && next.startsWith(t)) return STUCK;
+    if (next.startsWith(t)) {
+      if (!final) return STUCK;
+      if (t !== "") {
+        // The reply ended inside the call's own close tag (a reply cut after its one allowed call): still syntax.
+        this.closeLeft = [];
+        this.ended = true;
+        return s.length;
+      }
+    }
     // No wrapper close: the whitespace is left to the content (or the section), which decides what it is.
     this.closeLeft = [];
     if (this.m.section) this.restartSection();
