@@ -10,13 +10,12 @@
 
 import type {NamedCallSyntax} from "../../core/call-syntax.ts";
 import {JsonValueStream} from "./json-stream.ts";
-import {type CallEmitter, type CallRegion, findMarker, isJsonWs, partialMarkerLength} from "./sink.ts";
+import {type CallEmitter, type CallRegion, findMarker, isJsonWs, partialMarkerLength, runSteps, STUCK} from "./sink.ts";
 
 /** A name longer than this without its end marker is not a name. */
 const MAX_NAME = 256;
 
 type State = "expectCall" | "name" | "id" | "argsStart" | "args" | "argsEnd" | "close" | "junk";
-const STUCK = -1;
 
 export interface NamedMarkers {
   section: {open: string; close: string} | null;
@@ -57,13 +56,7 @@ export class NamedCallsRegion implements CallRegion {
   }
 
   feed(text: string, final: boolean): number {
-    let pos = 0;
-    while (!this.ended) {
-      const n = this.step(pos === 0 ? text : text.slice(pos), final);
-      if (n === STUCK) break;
-      pos += n;
-    }
-    return pos;
+    return runSteps(text, () => this.ended, (s) => this.step(s, final));
   }
 
   finish(): void {

@@ -91,6 +91,20 @@ export function isJsonWs(c: string): boolean {
   return c === " " || c === "\n" || c === "\r" || c === "\t";
 }
 
+/** A region step's result when its state needs more text to decide (otherwise: chars consumed, 0 only with a state change). */
+export const STUCK = -1;
+
+/** Runs a region's steps over `text` until it ends or a step is stuck; returns the chars consumed. */
+export function runSteps(text: string, ended: () => boolean, step: (rest: string) => number): number {
+  let pos = 0;
+  while (!ended()) {
+    const n = step(pos === 0 ? text : text.slice(pos));
+    if (n === STUCK) break;
+    pos += n;
+  }
+  return pos;
+}
+
 /** The text of a call syntax, once its opener was seen in the content. */
 export interface CallRegion {
   /**

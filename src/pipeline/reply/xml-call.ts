@@ -14,7 +14,7 @@
 // everything up to the call's last close tag (nothing was announced yet), or, for a bare opener, just that tag.
 
 import type {XmlCallSyntax} from "../../core/call-syntax.ts";
-import {type CallEmitter, type CallRegion, findMarker, partialMarkerLength} from "./sink.ts";
+import {type CallEmitter, type CallRegion, findMarker, partialMarkerLength, runSteps, STUCK} from "./sink.ts";
 import type {ToolSpec} from "./types.ts";
 import {typedValue, valueKind, type ValueKind} from "./xml-values.ts";
 
@@ -67,8 +67,6 @@ export function xmlMarkers(s: XmlCallSyntax): XmlMarkers {
 
 type State = "expectCall" | "name" | "body" | "key" | "keyRest" | "value" | "afterCall" | "junk";
 
-/** Step result: chars consumed, or STUCK when the state needs more text to decide. */
-const STUCK = -1;
 
 export class XmlCallsRegion implements CallRegion {
   ended = false;
@@ -103,13 +101,7 @@ export class XmlCallsRegion implements CallRegion {
   }
 
   feed(text: string, final: boolean): number {
-    let pos = 0;
-    while (!this.ended) {
-      const n = this.step(pos === 0 ? text : text.slice(pos), final);
-      if (n === STUCK) break;
-      pos += n;
-    }
-    return pos;
+    return runSteps(text, () => this.ended, (s) => this.step(s, final));
   }
 
   finish(): void {
