@@ -158,6 +158,7 @@ export async function serveGeneration<Body>(deps: ServerDeps, model: ModelHandle
       totalMs: performance.now() - t0,
       phases,
       malformedCalls: run?.summary.malformedCalls ?? 0,
+      toolCallCap: run?.summary.toolCallCap,
       error,
     });
   }

@@ -31,8 +31,11 @@ function parseJsonBody(_req: FastifyRequest, body: Buffer, done: (err: Error | n
   }
 }
 
-/** A route family's own error body (the Messages-style route answers in Anthropic's shape). */
-export type ErrorShape = (err: ApiError) => unknown;
+/**
+ * A route family's own error body (the Messages-style route answers in Anthropic's shape). It is given the reply
+ * too, for what the body repeats from the headers (Anthropic's request_id); headers it sets go out with it.
+ */
+export type ErrorShape = (err: ApiError, reply: FastifyReply) => unknown;
 
 const errorShapes = new WeakMap<FastifyInstance, {prefix: string; shape: ErrorShape}[]>();
 
@@ -46,15 +49,17 @@ export function registerErrorShape(app: FastifyInstance, prefix: string, shape: 
   errorShapes.set(app, list);
 }
 
-export function errorBodyFor(app: FastifyInstance, url: string, err: ApiError): unknown {
-  const path = url.split("?")[0]!;
-  const hit = errorShapes.get(app)?.find((s) => path === s.prefix || path.startsWith(`${s.prefix}/`));
-  return hit ? hit.shape(err) : openAiErrorBody(err);
+export function errorBodyFor(reply: FastifyReply, err: ApiError): unknown {
+  const path = reply.request.url.split("?")[0]!;
+  const hit = errorShapes.get(reply.server)?.find((s) => path === s.prefix || path.startsWith(`${s.prefix}/`));
+  return hit ? hit.shape(err, reply) : openAiErrorBody(err);
 }
 
 export function sendError(reply: FastifyReply, err: ApiError): void {
   if (reply.sent || reply.raw.headersSent) return;
-  reply.status(err.status).headers(err.headers).send(errorBodyFor(reply.server, reply.request.url, err));
+  // The body first: a shape may set headers that must go out with it.
+  const body = errorBodyFor(reply, err);
+  reply.status(err.status).headers(err.headers).send(body);
 }
 
 export function buildServer(opts: ServerOptions): FastifyInstance {

@@ -14,6 +14,11 @@ export type ErrorKind =
   | "engine_busy"         // 503: could not start within SVC_QUEUE_TIMEOUT
   | "insufficient_memory"; // 503: a side-model request needs memory the host does not have (the server keeps running)
 
+export interface Overflow {
+  promptTokens: number;
+  maxPromptTokens: number;
+}
+
 interface KindInfo {status: number; type: string; code: string | null}
 
 const KINDS: Record<ErrorKind, KindInfo> = {
@@ -39,8 +44,13 @@ export class ApiError extends Error {
   readonly param: string | null;
   /** Extra response headers (Retry-After on engine_busy). */
   readonly headers: Record<string, string>;
+  /**
+   * context_length: the prompt's length and the longest prompt that fits, as numbers, for dialects whose
+   * clients read them from a fixed wording (Anthropic's "prompt is too long: N tokens > M maximum").
+   */
+  readonly overflow: Overflow | null;
 
-  constructor(kind: ErrorKind, message: string, opts: {param?: string | null; headers?: Record<string, string>} = {}) {
+  constructor(kind: ErrorKind, message: string, opts: {param?: string | null; headers?: Record<string, string>; overflow?: Overflow} = {}) {
     super(message);
     const info = KINDS[kind];
     this.kind = kind;
@@ -49,6 +59,7 @@ export class ApiError extends Error {
     this.code = info.code;
     this.param = opts.param ?? null;
     this.headers = opts.headers ?? {};
+    this.overflow = opts.overflow ?? null;
   }
 }
 

@@ -56,11 +56,18 @@ export interface ToolsRequest {
   choice: ToolChoice;
   /** false: at most one call. */
   parallel: boolean;
+  /** The request's own bound on the reply's calls (Responses `max_tool_calls`); the server's cap still applies. */
+  maxCalls?: number;
 }
 
 export interface GenerationRequest {
   requestId: string;
   prompt: PromptSpec;
+  /**
+   * The body field the prompt came from, as the dialect names it (chat and Messages `messages`, Responses
+   * `input`, completions `prompt`): refusals raised below the dialects about the prompt as a whole name it.
+   */
+  promptField: string;
   /** null: until the region is full (or SVC_MAX_TOKENS_DEFAULT when set). */
   maxTokens: number | null;
   sampling: SamplingParams;

@@ -28,6 +28,8 @@ export interface RequestRecord {
   phases?: EnginePhases | null;
   /** Tool calls the model wrote whose syntax did not close (shown as text when not streamed). */
   malformedCalls?: number;
+  /** SVC_MAX_TOOL_CALLS, when it ended the reply (a model that kept calling). */
+  toolCallCap?: number;
   error?: string;
 }
 
@@ -60,6 +62,7 @@ export function requestLogFields(r: RequestRecord): Record<string, unknown> {
     }
   }
   if (r.malformedCalls) f.malformed_calls = r.malformedCalls;
+  if (r.toolCallCap) f.tool_call_cap = r.toolCallCap;
   if (r.cache) f.cache = r.cache;
   if (r.regionId !== null) f.region = r.regionId;
   f.pool = `${r.busyRegions}/${r.totalRegions}`;

@@ -18,10 +18,18 @@ export interface ReplyPlan {
   /** Bound from the first token when no steering is needed (the request's schema, or null). */
   grammar: GrammarRef | null;
   steering: SteeringPlan | null;
-  /** parallel_tool_calls: false — the reply ends when its first call closes. */
-  stopAfterFirstCall: boolean;
+  /**
+   * The most calls the reply may hold: it ends when that many have closed. One under parallel_tool_calls: false,
+   * else the server's cap (SVC_MAX_TOOL_CALLS), which bounds a model that goes on calling. Null when no call is offered.
+   */
+  callLimit: CallLimit | null;
   /** tool_choice "none": calls the model writes anyway are dropped, not returned. */
   dropCalls: boolean;
+}
+
+export interface CallLimit {
+  max: number;
+  by: "parallel_tool_calls" | "max_tool_calls" | "SVC_MAX_TOOL_CALLS";
 }
 
 export interface PlanContext {
@@ -34,6 +42,8 @@ export interface PlanContext {
   schemaEscape: boolean;
   /** The token of a lone `{` (a JSON answer that starts inside a preamble token starts with it). */
   braceToken: number;
+  /** SVC_MAX_TOOL_CALLS */
+  maxToolCalls: number;
 }
 
 /** The family whose syntax the replies are read in (the generic family without a template). */
@@ -92,7 +102,11 @@ export function planReply(req: GenerationRequest, ctx: PlanContext): ReplyPlan {
     answer = {kind: "schema", grammar: schema, escape: escape ? {budget: ctx.budget, braceToken: ctx.braceToken} : null};
   } else answer = {kind: "free"};
 
-  const base = {parser, stopAfterFirstCall: callsOffered && !tools!.parallel, dropCalls: tools !== null && choice === "none"};
+  const callLimit: CallLimit | null = !callsOffered ? null
+    : !tools!.parallel ? {max: 1, by: "parallel_tool_calls"}
+    : tools!.maxCalls !== undefined && tools!.maxCalls < ctx.maxToolCalls ? {max: tools!.maxCalls, by: "max_tool_calls"}
+    : {max: ctx.maxToolCalls, by: "SVC_MAX_TOOL_CALLS"};
+  const base = {parser, callLimit, dropCalls: tools !== null && choice === "none"};
   const bindsFromStart = answer.kind === "call" || (answer.kind === "schema" && answer.escape === null);
   // A thinking budget needs the steering to watch the block and close it.
   const budget = thinking && req.reasoningBudget != null ? req.reasoningBudget : null;

@@ -13,7 +13,7 @@ export interface ReplyRecord {
 }
 
 /**
- * Parsed reply parts → GenerationEvents: reasoning, content, tool calls; counts and the single-call stop. A reply
+ * Parsed reply parts → GenerationEvents: reasoning, content, tool calls; counts and the stop at the call limit. A reply
  * that is not streamed holds each call until its syntax closes: a call the model broke (unclosed, arguments that
  * are not JSON) comes back as the text it wrote, in the content. A streamed call went out as it was written and
  * stays; either way the request's log line counts it as malformed.
@@ -27,7 +27,9 @@ export class ReplyShaper {
   callsComplete = true;
   /** Calls whose syntax did not close properly. */
   malformed = 0;
-  /** The reply is over before its end-of-turn (its one allowed call closed). */
+  /** Calls closed so far, as the call limit counts them. */
+  private closedCalls = 0;
+  /** The reply is over before its end-of-turn: its last allowed call closed (plan.callLimit). */
   finished = false;
   /** Content is dropped until the JSON answer starts (a preamble may come first). */
   private awaitingJson: boolean;
@@ -58,7 +60,7 @@ export class ReplyShaper {
 
   private *events(parts: ReplyPart[]): Generator<GenerationEvent> {
     for (const part of parts) {
-      // The reply ended with its one allowed call: what the parser still holds (the call's trailing syntax, the
+      // The reply ended with its last allowed call: what the parser still holds (the call's trailing syntax, the
       // start of another call) is not part of it. A streamed call that went out broken is still counted.
       if (this.finished) {
         if (part.kind === "malformed" && !this.hold) this.malformed += part.indices.length;
@@ -97,7 +99,10 @@ export class ReplyShaper {
               yield* this.emitCall(part.index, held, true);
             }
           }
-          if (this.plan.stopAfterFirstCall && !this.plan.dropCalls && (part.complete || !this.hold)) this.finished = true;
+          // A held call counts once it is whole (a broken one becomes text); a streamed one has gone out either way.
+          // (No limit under tool_choice "none": its dropped calls end nothing.)
+          const limit = this.plan.callLimit;
+          if (limit && (part.complete || !this.hold) && ++this.closedCalls >= limit.max) this.finished = true;
           break;
         }
         case "malformed":

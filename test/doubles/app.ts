@@ -74,7 +74,8 @@ export async function startInProcessApp(opts: InProcessOptions = {}): Promise<In
     engine,
     template,
     sessions,
-    pipeline: {queueTimeoutMs: config.queueTimeout * 1000, maxTokensDefault: config.maxTokensDefault, schemaEscape: config.schemaEscape},
+    pipeline: {queueTimeoutMs: config.queueTimeout * 1000, maxTokensDefault: config.maxTokensDefault, schemaEscape: config.schemaEscape,
+      maxToolCalls: config.maxToolCalls},
     logger,
   });
   const app = await createApp(config, {main, side: null}, logger);

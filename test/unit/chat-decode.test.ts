@@ -246,6 +246,7 @@ describe("decodeChat: the request", () => {
       requestId: "req-1",
       prompt: {kind: "chat", messages: [{role: "user", content: "hi"}], addGenerationPrompt: true, continueFinalMessage: false, enableThinking: undefined, reasoningEffort: undefined,
         templateKwargs: undefined, tools: undefined},
+      promptField: "messages",
       maxTokens: null,
       sampling: {temperature: 1, topK: 40, topP: 1, minP: 0, seed: 3, presencePenalty: 0, frequencyPenalty: 0, repeatPenalty: 1, repeatLastN: 64},
       stop: [],

@@ -137,9 +137,15 @@ describe("stop reasons, signatures, errors", () => {
       not_found: "not_found_error", payload_too_large: "request_too_large", unsupported_media: "invalid_request_error", unprocessable: "invalid_request_error", client_closed: "api_error",
       server_error: "api_error", engine_busy: "overloaded_error", insufficient_memory: "overloaded_error"};
     for (const [kind, type] of Object.entries(types)) {
-      assert.deepEqual(anthropicErrorBody(new ApiError(kind as ErrorKind, "why")), {type: "error", error: {type, message: "why"}, request_id: null});
+      assert.deepEqual(anthropicErrorBody(new ApiError(kind as ErrorKind, "why"), "msg_1"), {type: "error", error: {type, message: "why"}, request_id: "msg_1"});
     }
-    assert.equal(anthropicErrorBody(invalidField("messages[0].content", "must be text")).error.message, "messages[0].content: must be text");
-    assert.equal(anthropicErrorBody(new ApiError("invalid_request", "prompt too long", {param: "messages"})).error.message, "messages: prompt too long");
+    assert.equal(anthropicErrorBody(invalidField("messages[0].content", "must be text"), "msg_1").error.message, "messages[0].content: must be text");
+    assert.equal(anthropicErrorBody(new ApiError("invalid_request", "prompt too long", {param: "messages"}), "msg_1").error.message, "messages: prompt too long");
+  });
+
+  test("an overflow is worded as Anthropic words it (what Claude Code matches), never prefixed with the field", () => {
+    const err = new ApiError("context_length", "the prompt has 9000 tokens but ...", {param: "messages", overflow: {promptTokens: 9000, maxPromptTokens: 8191}});
+    assert.deepEqual(anthropicErrorBody(err, "msg_2"),
+      {type: "error", error: {type: "invalid_request_error", message: "prompt is too long: 9000 tokens > 8191 maximum"}, request_id: "msg_2"});
   });
 });

@@ -29,7 +29,7 @@ export function registerApplyTemplateRoute(app: FastifyInstance, deps: ServerDep
     const runner = deps.side?.find((req.body as {model?: unknown} | null)?.model);
     if (runner) {
       if (!(runner instanceof SmallGenerationRunner)) throw wrongRoute(runner);
-      const model = runner.handle({queueTimeoutMs: deps.config.queueTimeout * 1000, logger: deps.logger});
+      const model = runner.handle({queueTimeoutMs: deps.config.queueTimeout * 1000, maxToolCalls: deps.config.maxToolCalls, logger: deps.logger});
       return {prompt: promptOf(model.pipeline.promptText(decodeSmallGeneration(runner.id, req.body, ctx).request))};
     }
     return {prompt: promptOf(deps.main.pipeline.promptText(decodeChat(req.body, ctx).request))};

@@ -68,9 +68,10 @@ export class SmallGenerationRunner implements SideRunner {
   /**
    * The small model as the generation routes see it: the pipeline over the gated engine, its template and
    * identity (no sessions, no prompt cache). Built on first use by the route, which knows SVC_QUEUE_TIMEOUT
-   * (the time a request may wait for the small model's one region); the runner factory is not given the settings.
+   * (the time a request may wait for the small model's one region) and SVC_MAX_TOOL_CALLS; the runner factory is not
+   * given the settings.
    */
-  handle(opts: {queueTimeoutMs: number; logger?: Logger}): ModelHandle {
+  handle(opts: {queueTimeoutMs: number; maxToolCalls: number; logger?: Logger}): ModelHandle {
     this.modelHandle ??= {
       identity: {id: this.id, path: this.path, sha256: this.sha256, source: this.source},
       engine: this.engine,
@@ -78,6 +79,7 @@ export class SmallGenerationRunner implements SideRunner {
         queueTimeoutMs: opts.queueTimeoutMs,
         maxTokensDefault: SMALL_GENERATION_LIMITS.defaultMaxTokens,
         schemaEscape: false,
+        maxToolCalls: opts.maxToolCalls,
       }, opts.logger, null),
       template: this.template,
       sessions: null,

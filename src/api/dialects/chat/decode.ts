@@ -149,6 +149,7 @@ export function decodeChat(raw: unknown, ctx: ChatDecodeContext): DecodedChat {
       // tool_choice "none": the model is not told about the tools (and a call it writes anyway is dropped).
       tools: tools && tools.choice.kind !== "none" ? body.tools! : undefined,
     },
+    promptField: "messages",
     maxTokens,
     sampling,
     stop: decodeStops(body.stop),

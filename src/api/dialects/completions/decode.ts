@@ -38,6 +38,7 @@ export function decodeCompletion(raw: unknown, ctx: {requestId: string; signal: 
   const request: GenerationRequest = {
     requestId: ctx.requestId,
     prompt: decodePrompt(body.prompt),
+    promptField: "prompt",
     maxTokens,
     sampling,
     stop: decodeStops(body.stop),

@@ -191,6 +191,7 @@ export function decodeMessages(raw: unknown, ctx: MessagesDecodeContext, mode: M
       // tool_choice "none": the model is not told about the tools (as on the chat route).
       tools: tools && tools.choice.kind !== "none" ? template : undefined,
     },
+    promptField: "messages",
     maxTokens,
     sampling: decodeSampling(body),
     stop: stopSequences,

@@ -199,8 +199,9 @@ export function messageStreamEncoder(who: MessageIdentity, start: {promptTokens:
   const events = messageStreamEvents(who, start);
   return {
     frames: (ev) => events.push(ev).map((e) => ({data: e, event: e.type})),
-    errorFrame: (err: ApiError) => anthropicErrorBody(err),
+    // The message id is the request's id too (routes.ts sends it as the request-id header).
+    errorFrame: (err: ApiError) => anthropicErrorBody(err, who.id),
     // The SDK throws on a frame named `error` and silently drops a frame with no event name.
-    errorFrames: (err: ApiError) => [{data: anthropicErrorBody(err), event: "error"}],
+    errorFrames: (err: ApiError) => [{data: anthropicErrorBody(err, who.id), event: "error"}],
   };
 }

@@ -1,8 +1,10 @@
 // ApiError → Anthropic's error body, the one mapping for this dialect: HTTP error responses under
 // /v1/messages (registered with the server, so the auth hook's 401 and unparsable JSON get it too) and
 // the stream's `event: error` frame. The SDK picks its exception class from the status and reads
-// `error.type` from this body.
+// `error.type` from this body; Claude Code reads an overflow from the message's exact wording.
 
+import {randomBytes} from "node:crypto";
+import type {FastifyReply} from "fastify";
 import type {ApiError, ErrorKind} from "../../../core/errors.ts";
 
 /** Anthropic's error types (docs.claude.com/en/api/errors); the SDK's ErrorType lacks request_too_large. */
@@ -13,8 +15,20 @@ export type AnthropicErrorType =
 export interface AnthropicErrorBody {
   type: "error";
   error: {type: AnthropicErrorType; message: string};
-  /** The SDK's ErrorResponse allows null; the error shape hook sees only the error, not the request. */
-  request_id: string | null;
+  /** The same id as the `request-id` header (the SDK's `requestID`), as Anthropic's API sends it. */
+  request_id: string;
+}
+
+/**
+ * The id on this response's `request-id` header, set here when the request failed before its handler named
+ * one (401, unparsable JSON, 413, an unknown path), so the header and the body's request_id always agree.
+ */
+export function requestIdOf(reply: FastifyReply): string {
+  const set = reply.getHeader("request-id");
+  if (typeof set === "string") return set;
+  const id = `req_${randomBytes(12).toString("hex")}`;
+  reply.header("request-id", id);
+  return id;
 }
 
 const BY_KIND: Record<ErrorKind, AnthropicErrorType> = {
@@ -48,8 +62,15 @@ export function anthropicErrorType(err: Pick<ApiError, "kind" | "status">): Anth
   return BY_KIND[err.kind] ?? byStatus(err.status);
 }
 
-/** Anthropic's body has no `param`, so the field goes into the message when the message does not name it yet. */
-export function anthropicErrorBody(err: ApiError): AnthropicErrorBody {
-  const message = err.param && !err.message.includes(err.param) ? `${err.param}: ${err.message}` : err.message;
-  return {type: "error", error: {type: anthropicErrorType(err), message}, request_id: null};
+/**
+ * Anthropic's body has no `param`, so the field goes into the message when the message does not name it yet. An
+ * overflow is worded as Anthropic words it, which Claude Code matches to compact the conversation and retry
+ * (free text would only be shown to the user). The maximum is the longest prompt that leaves room for a reply,
+ * so "N > M" holds for every refused prompt.
+ */
+export function anthropicErrorBody(err: ApiError, requestId: string): AnthropicErrorBody {
+  const message = err.overflow
+    ? `prompt is too long: ${err.overflow.promptTokens} tokens > ${err.overflow.maxPromptTokens} maximum`
+    : err.param && !err.message.includes(err.param) ? `${err.param}: ${err.message}` : err.message;
+  return {type: "error", error: {type: anthropicErrorType(err), message}, request_id: requestId};
 }

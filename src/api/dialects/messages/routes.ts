@@ -1,7 +1,7 @@
 // POST /v1/messages and /v1/messages/count_tokens, the Messages-style route (also without the /v1 prefix,
 // as clients whose base URL already ends in /v1 call it). Fastify matches the path, so Claude Code's
 // `/v1/messages?beta=true` lands here too. Every error under these paths, including the auth hook's 401
-// and unparsable JSON, answers in Anthropic's shape.
+// and unparsable JSON, answers in Anthropic's shape, its request_id the request-id header's.
 
 import {randomBytes} from "node:crypto";
 import type {FastifyInstance, FastifyReply, FastifyRequest} from "fastify";
@@ -11,7 +11,7 @@ import {registerErrorShape} from "../../server.ts";
 import {refuseSideModel} from "../../side/chat-side.ts";
 import {decodeMessages, LogOnce, type MessagesDecodeContext} from "./decode.ts";
 import {messageBody, messageStreamEncoder} from "./encode.ts";
-import {anthropicErrorBody} from "./errors.ts";
+import {anthropicErrorBody, requestIdOf} from "./errors.ts";
 import {claudeCodeThread} from "./agent-thread.ts";
 
 export function registerMessagesRoutes(app: FastifyInstance, deps: ServerDeps): void {
@@ -41,13 +41,16 @@ export function registerMessagesRoutes(app: FastifyInstance, deps: ServerDeps): 
   };
 
   // The SDK's messages.countTokens: the prompt this body would make, rendered as generation renders it, not run.
-  const countTokens = async (req: FastifyRequest) => {
-    const decoded = decodeMessages(req.body, context(req, `count_${randomBytes(8).toString("hex")}`, new AbortController().signal), "count");
+  // A prompt longer than the context is counted, not refused: the count is what a client asks it for.
+  const countTokens = async (req: FastifyRequest, reply: FastifyReply) => {
+    const id = `count_${randomBytes(8).toString("hex")}`;
+    reply.header("request-id", id);
+    const decoded = decodeMessages(req.body, context(req, id, new AbortController().signal), "count");
     return {input_tokens: deps.main.pipeline.countPromptTokens(decoded.request)};
   };
 
   for (const prefix of ["/v1", ""]) {
-    registerErrorShape(app, `${prefix}/messages`, anthropicErrorBody);
+    registerErrorShape(app, `${prefix}/messages`, (err, reply) => anthropicErrorBody(err, requestIdOf(reply)));
     app.post(`${prefix}/messages`, create);
     app.post(`${prefix}/messages/count_tokens`, countTokens);
   }

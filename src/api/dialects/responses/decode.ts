@@ -66,13 +66,15 @@ export function decodeResponses(raw: unknown, ctx: ResponsesDecodeContext): Deco
   const grammar = compileFormat(ask, {schemas: ctx.schemas, enabled: ctx.grammarEnabled, field});
 
   const rt = responsesTools(body.tools, body.tool_choice, {logger: ctx.logger, requestId: ctx.requestId});
-  const tools = decodeTools(rt.inputs, rt.choice, body.parallel_tool_calls, {choice: "tool_choice", parallel: "parallel_tool_calls"}, {
+  const decoded = decodeTools(rt.inputs, rt.choice, body.parallel_tool_calls, {choice: "tool_choice", parallel: "parallel_tool_calls"}, {
     strictEnabled: ctx.strictTools,
     requestReasons: [],
     logger: ctx.logger,
     counters: ctx.counters,
     requestId: ctx.requestId,
   });
+  // max_tool_calls bounds the reply's calls below the server's own cap (SVC_MAX_TOOL_CALLS).
+  const tools = decoded && body.max_tool_calls != null ? {...decoded, maxCalls: body.max_tool_calls} : decoded;
 
   // reasoning.effort "none" turns thinking off, like chat's reasoning_effort; other efforts reach templates
   // that read reasoning_effort (gpt-oss) and change nothing for the others.
@@ -95,6 +97,8 @@ export function decodeResponses(raw: unknown, ctx: ResponsesDecodeContext): Deco
       // tool_choice "none": the model is not told about the tools (and a call it writes anyway is dropped).
       tools: tools && tools.choice.kind !== "none" ? templateToolEntries(tools.tools) : undefined,
     },
+    // The conversation is input (instructions folded in): what a refusal about the whole prompt names.
+    promptField: "input",
     maxTokens,
     sampling,
     stop: [],
