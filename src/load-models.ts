@@ -6,6 +6,7 @@ import {readFileSync} from "node:fs";
 import {join} from "node:path";
 import {buildModelHandle, type ModelHandle} from "./pipeline/model-handle.ts";
 import {ConfigError, type Config} from "./config/config.ts";
+import {beyondTrainingWarning, mainContextAsk} from "./engine/context-plan.ts";
 import type {EngineInfo} from "./engine/engine.ts";
 import {DiskStore} from "./engine/kv/disk-store.ts";
 import {nativeJinja} from "./engine/llama/internals.ts";
@@ -106,7 +107,8 @@ export async function loadModels(config: Config, logger: Logger): Promise<Loaded
   const templateFile = config.chatTemplate ? readTemplateFile(config.chatTemplate) : null;
   const resolved = await resolveModel(config.model, {modelsDir: config.modelsDir, logger, progress: config.progress});
   logger.info("model ready", {path: resolved.path, sha256: resolved.sha256 ?? "not hashed (local path)"});
-  const identity = await stateIdentity(resolved.path, resolved.sha256, config.ctxSize, config.flashAttention, config.engineBuild);
+  const contextAsk = mainContextAsk(config.ctxSize);
+  const identity = await stateIdentity(resolved.path, resolved.sha256, contextAsk.positions, config.flashAttention, config.engineBuild);
   const disk = config.cacheDir && config.promptCache
     ? await DiskStore.open({dir: join(config.cacheDir, "kv"), budgetBytes: config.cacheDiskMb * 1024 * 1024, identity, logger})
     : null;
@@ -114,7 +116,8 @@ export async function loadModels(config: Config, logger: Logger): Promise<Loaded
     disk,
     modelPath: resolved.path,
     regions: config.parallel,
-    contextSize: config.ctxSize,
+    contextSize: contextAsk.positions,
+    pastTraining: contextAsk.pastTraining,
     promptPiece: config.promptPiece,
     promptCache: config.promptCache,
     threads: config.threads,
@@ -127,9 +130,8 @@ export async function loadModels(config: Config, logger: Logger): Promise<Loaded
     buildStore: join(config.modelsDir, "engine-builds"),
     logger,
   });
-  if (engine.info.contextSize < config.ctxSize) {
-    logger.warn("SVC_CTX_SIZE is above the model's training context; using the training context", {asked: config.ctxSize, using: engine.info.contextSize});
-  }
+  const beyond = beyondTrainingWarning(engine.info.contextSize, engine.info.trainContextSize, engine.info.ropeScaling);
+  if (beyond) logger.warn(beyond);
   const template = loadChatTemplate({info: engine.info, native: nativeJinja(engine.llama), file: templateFile, logger});
   if (config.forkMap && !config.fork) logger.warn("SVC_FORK_MAP has no effect without SVC_FORK=1 (sessions are off)");
   const sessions = config.fork
@@ -141,7 +143,8 @@ export async function loadModels(config: Config, logger: Logger): Promise<Loaded
     engine,
     template,
     sessions,
-    pipeline: {queueTimeoutMs: config.queueTimeout * 1000, maxTokensDefault: config.maxTokensDefault, schemaEscape: config.schemaEscape},
+    pipeline: {queueTimeoutMs: config.queueTimeout * 1000, maxTokensDefault: config.maxTokensDefault, schemaEscape: config.schemaEscape,
+      maxToolCalls: config.maxToolCalls},
     logger,
   });
   const side = sideEntries.length === 0 ? null : await SideModels.load({

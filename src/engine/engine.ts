@@ -2,6 +2,7 @@
 // sees messages, JSON bodies or HTTP.
 
 import type {SamplingParams} from "../core/generation.ts";
+import type {RopeScaling} from "./context-plan.ts";
 import type {CacheReport} from "./kv/cache-report.ts";
 import type {CutPlan} from "./kv/region-memory.ts";
 import type {Span} from "./kv/row-classes.ts";
@@ -17,9 +18,11 @@ export interface EngineInfo {
   /** general.name from the GGUF; null when the file has none. Chat-template family detection reads it. */
   modelName: string | null;
   modelPath: string;
-  /** Positions per region, as the context really allocated them. */
+  /** Positions per region, as the context really allocated them (may pass the training length: context-plan.ts). */
   contextSize: number;
   trainContextSize: number;
+  /** The RoPE scaling llama.cpp applies (the GGUF's; see context-plan.ts). */
+  ropeScaling: RopeScaling;
   regions: number;
   promptPiece: number;
   threads: number;

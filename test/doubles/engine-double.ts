@@ -113,6 +113,7 @@ export class EngineDouble implements Engine {
       modelPath: "engine-double",
       contextSize,
       trainContextSize: contextSize,
+      ropeScaling: {type: "none", factor: null, originalContextLength: null, freqBase: 10_000},
       regions,
       promptPiece: this.piece,
       threads: 1,

@@ -33,7 +33,7 @@ describe("defaults", () => {
       port: 8731,
       apiKey: undefined,
       parallel: 4,
-      ctxSize: 8192,
+      ctxSize: undefined,
       decodeThreads: "auto",
       engineBuild: "prebuilt",
       threads: undefined,
@@ -58,6 +58,7 @@ describe("defaults", () => {
       grammar: true,
       schemaEscape: true,
       strictTools: true,
+      maxToolCalls: 32,
       npuModels: undefined,
       npuQueue: 64,
       npuEmbBatch: true,
@@ -254,6 +255,17 @@ describe("SVC_ENGINE_BUILD", () => {
     assert.equal(loadConfig({}).engineBuild, "prebuilt");
     assert.equal(loadConfig({SVC_ENGINE_BUILD: "openmp"}).engineBuild, "openmp");
     assert.deepEqual(problemsOf({SVC_ENGINE_BUILD: "native"}), ['SVC_ENGINE_BUILD="native": must be prebuilt or openmp']);
+  });
+});
+
+describe("SVC_MAX_TOOL_CALLS", () => {
+  test("32 by default; 1 and 1024 accepted; 0, 1025, decimals and words refused, naming the rule", () => {
+    assert.equal(loadConfig({}).maxToolCalls, 32);
+    assert.equal(loadConfig({SVC_MAX_TOOL_CALLS: "1"}).maxToolCalls, 1);
+    assert.equal(loadConfig({SVC_MAX_TOOL_CALLS: "1024"}).maxToolCalls, 1024);
+    for (const bad of ["0", "1025", "-1", "2.5", "many"]) {
+      assert.deepEqual(problemsOf({SVC_MAX_TOOL_CALLS: bad}), [`SVC_MAX_TOOL_CALLS=${JSON.stringify(bad)}: must be an integer from 1 to 1024`]);
+    }
   });
 });
 

@@ -11,6 +11,8 @@ import type {ServerDeps} from "../deps.ts";
 import type {SideModels} from "../../side-models/side-models.ts";
 import {ROUTE_OF_KIND} from "../../side-models/registry.ts";
 import type {ChatTemplate} from "../../templates/chat-template.ts";
+import {describeRope} from "../../engine/context-plan.ts";
+import type {EngineInfo} from "../../engine/engine.ts";
 
 /** Request fields the generation routes of this build read (the rest are accepted and ignored). */
 export const SUPPORTED_FIELDS = {
@@ -58,6 +60,7 @@ export function registerStateRoutes(app: FastifyInstance, deps: ServerDeps): voi
           step_cost: engine.info.speculation.stepCost === null ? null : Number(engine.info.speculation.stepCost.toFixed(3)),
           reason: engine.info.speculation.reason},
       },
+      context: contextHealth(engine.info),
       supported_fields: SUPPORTED_FIELDS,
       routes: ["POST /v1/chat/completions", "POST /v1/completions", "POST /v1/responses", "POST /v1/responses/input_tokens", "POST /v1/messages",
         "POST /v1/messages/count_tokens", "GET /v1/models", "GET /health", "GET /props", "GET /slots",
@@ -192,6 +195,24 @@ function chatTemplateHealth(template: ChatTemplate | null, ggufHasOne: boolean) 
     check: template.check,
     engine: template.engine,
     family: {id: template.family.id, name: template.family.name},
+  };
+}
+
+/**
+ * The context against the model's training length (SVC_CTX_SIZE may pass it, as llama-server's `-c`): each
+ * region reserves `per_region` positions, so the context holds `total`; `rope_scaling` is what llama.cpp applies
+ * (the GGUF's own, see engine/context-plan.ts).
+ */
+function contextHealth(info: EngineInfo) {
+  const rope = info.ropeScaling;
+  return {
+    training_length: info.trainContextSize,
+    per_region: info.contextSize,
+    regions: info.regions,
+    total: info.contextSize * info.regions,
+    beyond_training_length: info.contextSize > info.trainContextSize,
+    rope_scaling: {type: rope.type, factor: rope.factor, original_context_length: rope.originalContextLength, freq_base: rope.freqBase,
+      applied: describeRope(rope)},
   };
 }
 

@@ -9,6 +9,7 @@ import type {DecodeJob, DecodeRun, DecodeStats, Engine, EngineInfo, EnginePhases
 import type {CacheReport, DiskReport} from "../kv/cache-report.ts";
 import type {DiskStore} from "../kv/disk-store.ts";
 import {exactLength} from "../kv/region-memory.ts";
+import {contextPositions, ropeScalingOf, type ContextAsk} from "../context-plan.ts";
 import {EngineCancelledError} from "../errors.ts";
 import {RegionQueue} from "../region-queue.ts";
 import {chooseBatch, newBatchPolicyState, type BatchPolicyState} from "./batch-strategy.ts";
@@ -29,6 +30,8 @@ export interface LlamaEngineOptions {
   modelPath: string;
   regions: number;
   contextSize: number;
+  /** Past the model's training length: "clamp" (default) or "extend" (SVC_CTX_SIZE set by the user; context-plan.ts). */
+  pastTraining?: ContextAsk["pastTraining"];
   promptPiece: number;
   /** Reuse what regions (and the disk tier) hold (see kv/region-memory.ts). */
   promptCache: boolean;
@@ -116,6 +119,7 @@ export class LlamaEngine implements Engine {
       modelPath: opts.modelPath,
       contextSize: context.contextSize,
       trainContextSize: model.trainContextSize,
+      ropeScaling: ropeScalingOf((meta as Record<string, unknown>)[String(meta.general.architecture)], model.trainContextSize),
       regions: sequences.length,
       promptPiece: opts.promptPiece,
       threads: threads.prompt,
@@ -163,7 +167,7 @@ export class LlamaEngine implements Engine {
       if (kept.length > 0) opts.logger.info("engine build kept in the models directory (survives npm ci)", {builds: kept.join(",")});
     }
     const model = opts.model ?? await llama.loadModel({modelPath: opts.modelPath, useMmap: true, defaultContextFlashAttention: opts.flashAttention});
-    const contextSize = Math.min(opts.contextSize, model.trainContextSize);
+    const contextSize = contextPositions({positions: opts.contextSize, pastTraining: opts.pastTraining ?? "clamp"}, model.trainContextSize);
     const policy = newBatchPolicyState();
     let contextRef: LlamaContext | undefined;
     /** Threads for step batches; set after the measurement below (every thread until then). */
