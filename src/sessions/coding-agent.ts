@@ -23,6 +23,28 @@ export interface AgentThreadSignal {
   side: boolean;
 }
 
+/** One request as a side-request table reads it (header names lower-cased, as Node delivers them). */
+export interface AgentRequest {
+  headers: Readonly<Record<string, string | string[] | undefined>>;
+  body: unknown;
+}
+
+/**
+ * One kind of side request a coding agent sends, recognised by what it is rather than by what it lacks
+ * (a main-thread request without tools is still the conversation). `evidence` names the recorded traffic
+ * (test/fixtures/coding-agent/) that shows the sign, so a new client version can be checked against it.
+ */
+export interface SideRequestCase {
+  name: string;
+  test: (req: AgentRequest) => boolean;
+  evidence: string;
+}
+
+/** The first case of a dialect's table the request matches, or null: a conversation request. */
+export function sideRequestCase(cases: readonly SideRequestCase[], req: AgentRequest): string | null {
+  return cases.find((c) => c.test(req))?.name ?? null;
+}
+
 export const AGENT_NAME_PREFIX = "agent.";
 /** Sessions (main thread each) and thread names remembered; the oldest are forgotten first. */
 const MAX_SESSIONS = 256;

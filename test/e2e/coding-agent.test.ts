@@ -118,4 +118,18 @@ describe("Claude Code on /v1/messages: each thread resumes from its own state; t
     assert.ok(s2.data.usage.cache_read_input_tokens! >= turnLength(s1.data),
       `subagent turn 2 read ${s2.data.usage.cache_read_input_tokens} cached tokens; turn 1 was ${turnLength(s1.data)}`);
   });
+
+  test("a session without tools (claude --tools \"\") is kept and resumed like any other", async () => {
+    const c = new Anthropic({baseURL: server.url, apiKey: "test-key", maxRetries: 0,
+      defaultHeaders: {"x-claude-code-session-id": "5e7b7a52-0d1c-4f39-9d0e-3c1f0b6c2a11", "anthropic-beta": beta}});
+    const q: Anthropic.MessageParam[] = [{role: "user", content: "What is 5 + 5?"}];
+    const t1 = await send(c, "You are Claude Code, a coding assistant.", q, false);
+    assert.equal(t1.response.headers.get("x-svc-keep"), "accepted", "the main thread keeps its state without tools");
+    const t2 = await send(c, "You are Claude Code, a coding assistant.",
+      [...q, {role: "assistant", content: textOf(t1.data)}, {role: "user", content: "And 6 + 6?"}], false);
+    assert.equal(t2.response.headers.get("x-svc-from"), "used");
+    // All of turn 1 but, at most, its last token: a reply that ended on its end marker sampled it and never evaluated it.
+    assert.ok(t2.data.usage.cache_read_input_tokens! >= turnLength(t1.data) - 1,
+      `turn 2 read ${t2.data.usage.cache_read_input_tokens} cached tokens; turn 1 was ${turnLength(t1.data)}`);
+  });
 });
