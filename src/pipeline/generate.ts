@@ -11,6 +11,7 @@ import type {Logger} from "../observability/log.ts";
 import {IncrementalDetokenizer, replyDetokenizer, visibleSpecialTokens} from "./detokenizer.ts";
 import {commonPrefix, type CutPlan} from "../engine/kv/region-memory.ts";
 import type {TemplateMessage} from "../templates/chat-template.ts";
+import {PastCalls} from "./past-calls.ts";
 import {buildPrompt, type BuiltPrompt} from "./prompt.ts";
 import {genericToolsPrompt} from "./reply/index.ts";
 import {ReplyShaper, type ReplyRecord} from "./reply-shaper.ts";
@@ -24,6 +25,8 @@ export interface PipelineOptions {
   maxTokensDefault: number;
   /** SVC_SCHEMA_ESCAPE: with tools and an object schema, a free preamble (or a call) may come first. */
   schemaEscape: boolean;
+  /** SVC_MAX_TOOL_CALLS: a reply ends when this many of its calls have closed. */
+  maxToolCalls: number;
 }
 
 /** The session layer as the pipeline sees it (src/sessions/ implements it). */
@@ -51,6 +54,8 @@ export interface RunSummary {
   stats: DecodeStats;
   /** Calls the model wrote whose syntax did not close (the log line reports them). */
   malformedCalls?: number;
+  /** The reply was ended by SVC_MAX_TOOL_CALLS after this many calls (the log line reports it). */
+  toolCallCap?: number;
 }
 
 export class GenerationRun implements AsyncIterable<GenerationEvent> {
@@ -169,6 +174,7 @@ export class GenerationRun implements AsyncIterable<GenerationEvent> {
     const finishReason: FinishReason = reply.calls > 0 && ended && reply.callsComplete ? "tool_calls" : ended ? "stop" : "length";
     this.summary.finishReason = finishReason;
     this.summary.malformedCalls = reply.malformed;
+    if (reply.finished && this.plan.callLimit?.by === "SVC_MAX_TOOL_CALLS") this.summary.toolCallCap = this.plan.callLimit.max;
     const usage = {...usageOf(lease.stats), reasoningTokens: reply.reasoningTokens};
     yield {type: "done", finishReason, stoppedBy, usage, timings: timingsOf(lease.stats), logprobs};
   }
@@ -178,10 +184,17 @@ export class GenerationRun implements AsyncIterable<GenerationEvent> {
   }
 }
 
+/** Replies whose tokens are remembered by text (the oldest are forgotten first): more than the regions hold. */
+const REMEMBERED_REPLIES = 512;
+
 export class GenerationPipeline {
   private readonly braceToken: number;
   /** The control tokens the template's family writes its syntax with (detokenizer.ts: replyDetokenizer). */
   private readonly visibleSpecials: ReadonlySet<number>;
+  /** Recent replies' tokens by their text (buildPrompt's `replyTokens`). */
+  private readonly spelled = new Map<string, readonly number[]>();
+  /** The argument text of the calls this server wrote, for writing them back exactly (past-calls.ts). */
+  private readonly pastCalls = new PastCalls();
 
   constructor(
     private readonly engine: Engine,
@@ -198,8 +211,9 @@ export class GenerationPipeline {
   /** Renders and checks the prompt, then waits for a region. Throws ApiError (400) or the engine's errors (busy, cancelled). */
   async start(req: GenerationRequest): Promise<GenerationRun> {
     const prompt = this.prompt(req);
-    const maxTokens = this.fitBudget(prompt.tokens.length, req.maxTokens);
+    const maxTokens = this.fitBudget(prompt.tokens.length, req.maxTokens, req.promptField);
     const plan = planReply(req, {template: this.template, promptText: prompt.text, budget: maxTokens, schemaEscape: this.opts.schemaEscape,
+      maxToolCalls: this.opts.maxToolCalls,
       braceToken: this.braceToken});
     if (req.grammar) {
       // Loaded before the region is taken, whether it binds from the first token or later (plan.grammar is it
@@ -231,6 +245,7 @@ export class GenerationPipeline {
    */
   private replyCuts(req: GenerationRequest, promptTokens: readonly number[], reply: ReplyRecord, generated: readonly number[]): number[] {
     const spec = req.prompt;
+    this.pastCalls.remember(reply, this.rememberTokens(generated));
     if (spec.kind !== "chat" || spec.continueFinalMessage || (reply.reasoning === "" && reply.calls.length === 0)) return [];
     const assistant: TemplateMessage = {role: "assistant", content: reply.content};
     if (reply.reasoning !== "") assistant.reasoning_content = reply.reasoning;
@@ -245,6 +260,26 @@ export class GenerationPipeline {
     return built.boundaries.filter((b) => b > promptTokens.length && b <= matched);
   }
 
+  /**
+   * The reply's tokens by its text, for buildPrompt (`replyTokens`): only text the tokenizer would read back as
+   * text (no special tokens), so a client sending the text cannot get a special token from it. Returns the text
+   * (null when not remembered).
+   */
+  private rememberTokens(generated: readonly number[]): string | null {
+    const eog = new Set(this.engine.info.eogTokenIds);
+    let end = generated.length;
+    while (end > 0 && eog.has(generated[end - 1]!)) end--;
+    if (end === 0) return null;
+    const tokens = generated.slice(0, end);
+    const text = this.engine.detokenize(tokens, {special: true});
+    if (text !== this.engine.detokenize(tokens, {special: false})) return null;
+    if (this.spelled.size >= REMEMBERED_REPLIES) this.spelled.delete(this.spelled.keys().next().value!);
+    this.spelled.set(text, tokens);
+    return text;
+  }
+
+  private readonly replyTokens = (text: string): readonly number[] | undefined => this.spelled.get(text);
+
   countPromptTokens(req: GenerationRequest): number {
     return this.prompt(req).tokens.length;
   }
@@ -254,29 +289,40 @@ export class GenerationPipeline {
     return this.prompt(req).text;
   }
 
-  /** Templates with no tool support get the tools, and the generic call form, in a system message. */
+  /**
+   * Templates with no tool support get the tools, and the generic call form, in a system message; earlier calls
+   * the template would not show are written into their turns (past-calls.ts), with or without tools offered.
+   */
   private prompt(req: GenerationRequest): BuiltPrompt {
     const spec = req.prompt;
-    const tools = req.tools;
-    if (spec.kind !== "chat" || !tools || tools.choice.kind === "none" || !callSyntaxOf(this.template).generic) {
-      return buildPrompt(spec, this.engine, this.template);
+    if (spec.kind !== "chat") return buildPrompt(spec, this.engine, this.template, req.promptField, this.replyTokens);
+    const {syntax, generic} = callSyntaxOf(this.template);
+    let messages = spec.messages;
+    const shown = generic ? "none" : this.template?.rendersCalls ?? "none";
+    if (shown !== "all") {
+      messages = this.pastCalls.writeInto(messages, syntax, generic ? [] : familyOf(this.template).preserved, (m) => shown === "none" || m.content !== "");
     }
+    const tools = req.tools;
+    if (!tools || tools.choice.kind === "none" || !generic) return buildPrompt({...spec, messages}, this.engine, this.template, req.promptField, this.replyTokens);
     const text = genericToolsPrompt(tools.tools, {parallel: tools.parallel});
-    const [first, ...rest] = spec.messages;
-    const messages = first && first.role === "system"
+    const [first, ...rest] = messages;
+    messages = first && first.role === "system"
       ? [{...first, content: `${first.content}\n\n${text}`}, ...rest]
-      : [{role: "system" as const, content: text}, ...spec.messages];
-    return buildPrompt({...spec, messages, tools: undefined}, this.engine, this.template);
+      : [{role: "system" as const, content: text}, ...messages];
+    return buildPrompt({...spec, messages, tools: undefined}, this.engine, this.template, req.promptField, this.replyTokens);
   }
 
-  /** A prompt must leave room for at least one token; a budget larger than the room runs until the region is full. */
-  private fitBudget(promptLength: number, requested: number | null): number {
+  /**
+   * A prompt must leave room for at least one token; a budget larger than the room runs until the region is full.
+   * `field` is the body field the prompt came from, which the refusals name.
+   */
+  private fitBudget(promptLength: number, requested: number | null, field: string): number {
     const ctx = this.engine.info.contextSize;
-    if (promptLength === 0) throw new ApiError("invalid_request", "the prompt is empty: send at least one token", {param: "prompt"});
+    if (promptLength === 0) throw new ApiError("invalid_request", "the prompt is empty: send at least one token", {param: field});
     if (promptLength >= ctx) {
       throw new ApiError("context_length",
         `the prompt has ${promptLength} tokens but a request's context holds ${ctx} positions (SVC_CTX_SIZE), leaving no room for a reply; shorten the prompt`,
-        {param: "messages"});
+        {param: field, overflow: {promptTokens: promptLength, maxPromptTokens: ctx - 1}});
     }
     const room = ctx - promptLength;
     const wanted = requested ?? (this.opts.maxTokensDefault > 0 ? this.opts.maxTokensDefault : room);

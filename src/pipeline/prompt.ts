@@ -26,11 +26,19 @@ export interface BuiltPrompt {
   replySpans: [number, number][];
 }
 
-export function buildPrompt(spec: PromptSpec, engine: Engine, template: ChatTemplate | null): BuiltPrompt {
+/**
+ * `field`: the body field the prompt came from (GenerationRequest.promptField), which refusals name.
+ * `replyTokens`: the tokens an earlier reply of this server was decoded as, looked up by its text (see
+ * GenerationPipeline). A model does not always write the tokens its tokenizer would make of its text; a client
+ * text that sends such a reply back unchanged gets the tokens the model wrote, so the prompt repeats the kept
+ * state and resumes past the reply.
+ */
+export function buildPrompt(spec: PromptSpec, engine: Engine, template: ChatTemplate | null, field: string,
+  replyTokens?: (text: string) => readonly number[] | undefined): BuiltPrompt {
   switch (spec.kind) {
     case "tokens": {
       spec.tokens.forEach((t, i) => {
-        if (!engine.isValidToken(t)) throw invalidField(`prompt[${i}]`, `token id ${t} is not in the vocabulary (0 to ${engine.info.vocabSize - 1})`);
+        if (!engine.isValidToken(t)) throw invalidField(`${field}[${i}]`, `token id ${t} is not in the vocabulary (0 to ${engine.info.vocabSize - 1})`);
       });
       return {tokens: [...spec.tokens], text: null, boundaries: [], replySpans: []};
     }
@@ -49,7 +57,7 @@ export function buildPrompt(spec: PromptSpec, engine: Engine, template: ChatTemp
           tools: spec.tools,
         });
       } catch (err) {
-        if (err instanceof TemplateRenderError) throw invalidRequest(`the model's chat template refused the conversation: ${err.message}`, "messages");
+        if (err instanceof TemplateRenderError) throw invalidRequest(`the model's chat template refused the conversation: ${err.message}`, field);
         throw err;
       }
       const tokens: number[] = [];
@@ -59,13 +67,14 @@ export function buildPrompt(spec: PromptSpec, engine: Engine, template: ChatTemp
       for (const seg of rendered.segments) {
         if (seg.fromClient) {
           const start = tokens.length;
-          tokens.push(...engine.tokenize(seg.text, {special: false}));
+          tokens.push(...((afterHeader ? replyTokens?.(seg.text) : undefined) ?? engine.tokenize(seg.text, {special: false})));
           boundaries.push(start, tokens.length);
           if (afterHeader && tokens.length > start) replySpans.push([start, tokens.length]);
         } else if (seg.text.length > 0) {
           tokens.push(...templateTokens(engine, seg.text, template.replyHeader, tokens.length, boundaries));
         }
-        afterHeader = !seg.fromClient && template.replyHeader !== null && seg.text.endsWith(template.replyHeader);
+        // An empty client text (a call turn's content) leaves the reply's start where it was.
+        if (!(seg.fromClient && seg.text === "")) afterHeader = !seg.fromClient && template.replyHeader !== null && seg.text.endsWith(template.replyHeader);
       }
       const withStart = withBos(engine, tokens);
       const shift = withStart.length - tokens.length;

@@ -8,7 +8,7 @@ import {jsRenderer, nativeRenderer, parseErrorLine, type NativeJinjaFactory, typ
 import {buildSegments, Markers, type LocatedText, type Segment} from "./segments.ts";
 import {templateMessages, templateTools, type InputOptions} from "./template-input.ts";
 import {isReservedName, TemplateRenderError} from "./template-env.ts";
-import {engineFails, probeReplyHeader, probeToolCall, selfCheck, type CallInput, type Renders} from "./template-probes.ts";
+import {engineFails, probeCallWithText, probeReplyHeader, probeToolCall, selfCheck, type CallInput, type Renders} from "./template-probes.ts";
 
 export {TemplateRenderError};
 export type {NativeJinjaFactory};
@@ -32,6 +32,17 @@ export interface TemplateMessage {
   tool_call_id?: string;
   /** Assistant messages: an earlier turn's reasoning. */
   reasoning_content?: string;
+  /**
+   * Assistant messages: calls the server wrote into the turn itself, after its content (pipeline/past-calls.ts),
+   * where the template would not show them. Client pieces are client text; the others are the syntax's special
+   * markers, tokenized as template text.
+   */
+  written_calls?: WrittenPiece[];
+}
+
+export interface WrittenPiece {
+  text: string;
+  client: boolean;
 }
 
 export interface RenderOptions {
@@ -86,6 +97,9 @@ export class ChatTemplate {
   family: ModelFamily = generic;
   /** The text that opens an assistant turn (what add_generation_prompt appends), or null when not plain. */
   replyHeader: string | null = null;
+  /** Which earlier turns' tool calls the template shows: "all", only turns without text, or "none" (Granite 3.3,
+   * templates without tools). The server writes the others itself (pipeline/past-calls.ts). */
+  rendersCalls: "all" | "without-text" | "none" = "none";
 
   private constructor(
     private renderer: TemplateRenderer,
@@ -113,6 +127,7 @@ export class ChatTemplate {
       renderedCall: probe.rendered});
     const wanted = template.family.input.argumentsAsObject;
     if (wanted !== undefined && wanted !== probe.asObject) probe = probeToolCall(template, set, wanted);
+    template.rendersCalls = probe.rendered === null ? "none" : probeCallWithText(template) ? "all" : "without-text";
     template.checkResult = selfCheck(template);
     template.replyHeader = probeReplyHeader(template);
     return template;

@@ -61,7 +61,9 @@ function isInstruction(m: TemplateMessage): boolean {
 function templateMessage(m: TemplateMessage, o: InputOptions, isLast: boolean): Json {
   const wrapS = o.wrapStructured ? o.wrap : (s: string) => s;
   const role = m.role === "developer" && o.mapDeveloper ? "system" : m.role;
-  const content = o.wrap(m.content) + (isLast && o.finalSuffix ? o.finalSuffix : "");
+  // Calls written into the turn (pipeline/past-calls.ts) follow its text: client pieces wrapped as client text.
+  const written = (m.written_calls ?? []).map((p) => (p.client ? o.wrap(p.text) : p.text)).join("");
+  const content = o.wrap(m.content) + written + (isLast && o.finalSuffix ? o.finalSuffix : "");
   const out: Json = {role, content: o.nullCallContent && m.tool_calls?.length && content === "" ? null : content};
   if (m.name !== undefined) out.name = wrapS(m.name);
   if (m.reasoning_content !== undefined) placeReasoning(out, o.wrap(m.reasoning_content), content, o.needs);

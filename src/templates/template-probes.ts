@@ -97,6 +97,19 @@ export function engineFails(t: Renders): string | null {
   return null;
 }
 
+/**
+ * Whether the template shows a call in a turn that also has text (the input set by probeToolCall). Some show a
+ * turn's calls only when it has no text (the DeepSeek R1 distills test `content is none`).
+ */
+export function probeCallWithText(t: Renders): boolean {
+  try {
+    const {text} = t.render([QUESTION, {...probeCall(), content: "svc probe text"}], {addGenerationPrompt: false, continueFinalMessage: false});
+    return text.includes("svc_probe_fn") || text.includes("svc_probe_value");
+  } catch {
+    return false;
+  }
+}
+
 /** The text that opens an assistant turn (what add_generation_prompt appends), or null when it is not plain. */
 export function probeReplyHeader(t: Renders): string | null {
   try {

@@ -22,6 +22,7 @@ import type {ResponseCreateParamsNonStreaming, ResponseFunctionToolCall, Respons
 import {FAMILIES} from "../../src/templates/families/index.ts";
 import {buildScenario, type Scenario} from "../fixtures/scripted-model/build.ts";
 import {argsObject, chatTools, familyCases, QUESTION, tools, type FamilyCase, type ToolDef} from "../fixtures/scripted-model/families.ts";
+import {render} from "../fixtures/grammar/call-phases.ts";
 import {startServer, type RunningServer} from "./harness.ts";
 
 let cases: Map<string, FamilyCase>;
@@ -186,6 +187,34 @@ describe("every model family on a scripted model", {concurrency: 2}, () => {
         const res = await server.client.chat.completions.create(chat(tools(true)));
         assert.equal(res.choices[0]!.finish_reason, "tool_calls", JSON.stringify(res.choices[0]!.message));
         expectRead(c, readChat(res), "chat, strict");
+      });
+
+      test("past calls: a history with the calls tokenizes to more than one without; where svc writes them, as the model did", async () => {
+        const first = await server.client.chat.completions.create(chat(tools(false)));
+        const msg = first.choices[0]!.message as Completion["choices"][number]["message"] & {reasoning_content?: string};
+        const calls = msg.tool_calls as OpenAI.Chat.Completions.ChatCompletionMessageFunctionToolCall[];
+        assert.equal(calls.length, c.calls.length);
+        const turn = (withCalls: boolean) => ({role: "assistant", content: msg.content ?? "",
+          ...(msg.reasoning_content ? {reasoning_content: msg.reasoning_content} : {}), ...(withCalls ? {tool_calls: calls} : {})});
+        const promptOf = async (messages: unknown[]) => {
+          const applied = await (await fetch(`${server.url}/apply-template`, {method: "POST", headers: {"content-type": "application/json"},
+            body: JSON.stringify({messages, tools: chatTools(tools(false)), add_generation_prompt: false})})).json() as {prompt: string};
+          const tok = await (await fetch(`${server.url}/tokenize`, {method: "POST", headers: {"content-type": "application/json"},
+            body: JSON.stringify({content: applied.prompt, parse_special: true})})).json() as {tokens: number[]};
+          return {text: applied.prompt, tokens: tok.tokens.length};
+        };
+        const user = {role: "user", content: QUESTION};
+        const [withCalls, without] = [await promptOf([user, turn(true)]), await promptOf([user, turn(false)])];
+        assert.ok(withCalls.tokens > without.tokens, `the calls add tokens: ${withCalls.tokens} vs ${without.tokens}\n${withCalls.text}`);
+        for (const call of calls) assert.ok(withCalls.text.includes(call.function.name), `${call.function.name} shows:\n${withCalls.text}`);
+        assert.ok(withCalls.text.includes("Paris"), `the arguments show:\n${withCalls.text}`);
+        if (c.callsWrittenBySvc) {
+          // The template shows no calls, so svc writes them (src/pipeline/past-calls.ts): exactly as the model wrote them,
+          // so a follow-up's prompt repeats the reply where the call is.
+          const results = calls.map((call) => ({role: "tool", tool_call_id: call.id, content: `${call.function.name}: done`}));
+          const followUp = await promptOf([user, turn(true), ...results]);
+          assert.ok(followUp.text.includes(render(c.syntax, c.calls)), `the calls as written:\n${render(c.syntax, c.calls)}\nin\n${followUp.text}`);
+        }
       });
 
       test("strict tools: a parameter the schema does not declare does not get through", async () => {
