@@ -8,8 +8,18 @@ export interface OpenAiErrorBody {
   error: {message: string; type: string; param: string | null; code: string | null};
 }
 
+/**
+ * An overflow opens with OpenAI's own wording ("This model's maximum context length is N tokens. However, your
+ * messages resulted in M tokens."), which clients such as LangChain and LiteLLM match to tell an overflow from
+ * other 400s, then says what to change here.
+ */
 export function openAiErrorBody(err: ApiError): OpenAiErrorBody {
-  return {error: {message: err.message, type: err.type, param: err.param, code: err.code}};
+  const message = err.overflow
+    ? `This model's maximum context length is ${err.overflow.maxPromptTokens + 1} tokens. However, your ${err.param ?? "prompt"} resulted in ` +
+      `${err.overflow.promptTokens} tokens, leaving no room for a reply. Please reduce the length of the ${err.param ?? "prompt"}, ` +
+      "or start the server with a larger SVC_CTX_SIZE."
+    : err.message;
+  return {error: {message, type: err.type, param: err.param, code: err.code}};
 }
 
 /**
