@@ -1,13 +1,13 @@
 // SVC_CTX_SIZE past the model's training length, as llama-server's -c: the default model is trained to 8,192
 // positions; asked for 16,384 the server warns once at start, /health reports both lengths and the RoPE scaling
 // llama.cpp applies (SmolLM2's GGUF declares none), and a prompt longer than 8,192 tokens is served, not refused.
-// One server start. The long prefill is the cost of this file: about 8,400 tokens evaluated cold, minutes on 2
+// One server start, in the slow tier: the long prefill is the cost of this file, about 8,400 tokens evaluated cold, minutes on 2
 // shared cores.
 
 import assert from "node:assert/strict";
 import {request} from "node:http";
 import {after, before, describe, test} from "node:test";
-import {get, post, startServer, type RunningServer} from "./harness.ts";
+import {get, post, startServer, type RunningServer} from "../e2e/harness.ts";
 
 const ASKED = 16_384;
 const TRAINED = 8_192;
