@@ -214,6 +214,16 @@ describe("every model family on a scripted model", {concurrency: 2}, () => {
           const results = calls.map((call) => ({role: "tool", tool_call_id: call.id, content: `${call.function.name}: done`}));
           const followUp = await promptOf([user, turn(true), ...results]);
           assert.ok(followUp.text.includes(render(c.syntax, c.calls)), `the calls as written:\n${render(c.syntax, c.calls)}\nin\n${followUp.text}`);
+          if (c.reasoning === null && c.text === null) {
+            // A reply of nothing but calls comes back as the model's own tokens (a scripted model's are never the
+            // tokenizer's), so the follow-up resumes from the kept state past the calls: all but the reply's last
+            // token, the end of turn the template writes itself.
+            const next = await server.client.chat.completions.create({model: "m", temperature: 0, max_tokens: 2, tools: chatTools(tools(false)),
+              messages: [user, turn(true), ...results] as OpenAI.Chat.Completions.ChatCompletionMessageParam[]});
+            const cacheN = (next as unknown as {timings: {cache_n: number}}).timings.cache_n;
+            const through = first.usage!.prompt_tokens + first.usage!.completion_tokens - 1;
+            assert.ok(cacheN >= through, `resumed at ${cacheN}, the calls end at ${through}`);
+          }
         }
       });
 
