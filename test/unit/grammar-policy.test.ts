@@ -211,7 +211,9 @@ describe("budgets", () => {
   });
 
   test("time, rules and bytes", () => {
-    assert.doesNotThrow(() => compileSchema(wide()));
+    // Within the default rule and byte limits. Not timed against the default 250 ms: on a loaded 2-core machine the
+    // compile once took longer (no timing assertion in tests); the time limit itself is checked on the next line.
+    assert.doesNotThrow(() => compileSchema(wide(), {maxMs: 60_000}));
     assert.match(refusal(wide(), {maxMs: 0.001}).message, /^schema: compiling took longer than 0\.001 ms$/);
     assert.match(refusal(wide(), {maxRules: 50}).message, /^schema: the grammar needs more than 50 rules/);
     assert.match(refusal(wide(), {maxGrammarBytes: 2000}).message, /^schema: the grammar would be \d+ bytes \(at most 2000\)$/);
