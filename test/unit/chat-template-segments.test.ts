@@ -162,13 +162,13 @@ test("alignChars maps each character of the first string to its match in the sec
   assert.deepEqual([...alignChars("<abcd>", "<wxyz>", 3)], [0, -1, -1, -1, -1, 5]);
 });
 
-test("alignChars stays fast on a long prompt with scattered small differences", () => {
+test("alignChars aligns a long prompt with scattered small differences within its edit budget", () => {
+  // 300 one-character edits in 200,000 characters: O(ND) with D = 300 (no timing assertion: machines are shared);
+  // a budget of exactly 300 edits must still align every character, so the algorithm did not need more.
   const line = "<|im_start|>user\nsome message text that is long enough<|im_end|>\n";
   const b = Array.from({length: 3000}, (_, i) => (i % 10 === 0 ? " " : "") + line).join("");
   const a = b.replaceAll(" <|im_start|>", "<|im_start|>");
-  const started = performance.now();
-  const map = alignChars(a, b);
-  assert.ok(performance.now() - started < 2000);
+  const map = alignChars(a, b, 300);
   assert.equal(map.indexOf(-1), -1);
   for (let i = 0; i < a.length; i++) assert.equal(b[map[i]!], a[i]);
 });
