@@ -32,7 +32,7 @@ export interface PipelineOptions {
 /** The session layer as the pipeline sees it (src/sessions/ implements it). */
 export interface SessionPort {
   /** At request start: reserves the keep name, looks up the from name. Throws nothing. */
-  begin(names: {keep: string | null; from: string | null}, prompt: readonly number[], plan: CutPlan): Promise<SessionTicket>;
+  begin(names: {keep: string | null; from: string | null}, prompt: readonly number[], plan: CutPlan, historyEnd?: number): Promise<SessionTicket>;
 }
 
 export interface SessionTicket {
@@ -224,7 +224,7 @@ export class GenerationPipeline {
     }
     const cutPlan = this.engine.planCuts(prompt.tokens.length, prompt);
     const names = req.session;
-    const ticket = names && this.sessions && (names.keep || names.from) ? await this.sessions.begin(names, prompt.tokens, cutPlan) : null;
+    const ticket = names && this.sessions && (names.keep || names.from) ? await this.sessions.begin(names, prompt.tokens, cutPlan, historyEndOf(prompt)) : null;
     let lease: RegionLease;
     try {
       lease = await this.engine.acquire({signal: req.signal, timeoutMs: this.opts.queueTimeoutMs, prompt: prompt.tokens, plan: cutPlan,
@@ -334,6 +334,11 @@ export class GenerationPipeline {
 function textView(detokenize: (tokens: readonly number[], context: readonly number[]) => string): (token: number) => string {
   const detok = new IncrementalDetokenizer(detokenize);
   return (token) => detok.push(token);
+}
+
+/** Where a chat prompt's last client text ends (its last boundary); undefined for prompts without client texts. */
+function historyEndOf(prompt: BuiltPrompt): number | undefined {
+  return prompt.boundaries.length > 0 ? Math.max(...prompt.boundaries) : undefined;
 }
 
 function round(x: number): number {

@@ -20,8 +20,10 @@ export interface HandleRegistryOptions {
 
 export interface FoundHandle {
   name: string; tokens: readonly number[]; cuts: readonly number[];
-  /** Where the kept reply starts: the history a request must repeat to start from this state. */
+  /** Where the kept reply starts. */
   replyStart: number;
+  /** Where the kept request's last client text ended: the history a request must repeat to start from this state. */
+  historyEnd: number | null;
   /** The state file for the engine to load. */
   path: string;
   /** Re-hashes the state right before a load; a mismatch releases the handle (logged) and returns false. */
@@ -178,7 +180,8 @@ export class HandleRegistry {
     if (!h) return null;
     h.lastUsed = this.now();
     this.saveIndex();
-    return {name, tokens: h.manifest.tokens, cuts: h.manifest.cuts, replyStart: h.manifest.replyStart, path: statePath(this.dir, h.id), verify: async () => {
+    return {name, tokens: h.manifest.tokens, cuts: h.manifest.cuts, replyStart: h.manifest.replyStart,
+      historyEnd: h.manifest.historyEnd ?? null, path: statePath(this.dir, h.id), verify: async () => {
       if (await verifyState(this.dir, h.id, h.manifest)) return true;
       this.logger.warn("session handle released: its state file no longer matches its manifest", {name});
       if (this.live.get(name) === h) this.delete(name);
@@ -224,7 +227,7 @@ export class HandleRegistry {
   }
 
   /** Keeps the reply's end state under `name` (which begin() said "ok" to); false when nothing was kept (logged). */
-  async keep(name: string, meta: {tokens: readonly number[]; cuts: readonly number[]; replyStart?: number},
+  async keep(name: string, meta: {tokens: readonly number[]; cuts: readonly number[]; replyStart?: number; historyEnd?: number},
     write: (path: string) => Promise<void>): Promise<boolean> {
     if (this.closed || (!this.live.has(name) && !this.reserved.has(name))) {
       this.logger.info("session handle not kept: released or never reserved", {name});

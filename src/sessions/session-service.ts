@@ -15,7 +15,7 @@ export class SessionService implements SessionPort {
 
   constructor(private readonly registry: HandleRegistry, private readonly logger: Logger) {}
 
-  async begin(names: {keep: string | null; from: string | null}, prompt: readonly number[], plan: CutPlan): Promise<SessionTicket> {
+  async begin(names: {keep: string | null; from: string | null}, prompt: readonly number[], plan: CutPlan, historyEnd?: number): Promise<SessionTicket> {
     let from: SessionOutcome["from"] = null;
     let resume: ResumeState | null = null;
     if (names.from) {
@@ -24,8 +24,12 @@ export class SessionService implements SessionPort {
       if (!h) {
         from = "unknown";
       } else {
-        // The request must repeat the history the kept reply answered (and may continue inside or after it).
-        const history = h.replyStart > 0 ? h.replyStart : exactLength(h);
+        // The request must repeat the history the kept reply answered (and may continue inside or after it): up to
+        // that request's last client text. The reply header after it may differ: a template whose generation prompt
+        // is not how it renders the answered turn (Qwen3 with thinking off opens the reply with an empty think block
+        // that the history leaves out) must not turn every follow-up into "unmatched".
+        const replied = h.replyStart > 0 ? h.replyStart : exactLength(h);
+        const history = h.historyEnd !== null && h.historyEnd > 0 && h.historyEnd <= replied ? h.historyEnd : replied;
         const reuse = reusable(h, prompt, plan).length;
         from = reuse > 0 && reuse >= history ? "used" : "unmatched";
         if (from === "used") resume = {tokens: h.tokens, cuts: h.cuts, path: h.path, verify: h.verify};
@@ -43,7 +47,7 @@ export class SessionService implements SessionPort {
       void written.then(() => {
         if (this.pending.get(keepName) === written) this.pending.delete(keepName);
       });
-      keep = (meta, write) => this.registry.keep(keepName, meta, write).then(() => undefined);
+      keep = (meta, write) => this.registry.keep(keepName, {...meta, ...(historyEnd !== undefined ? {historyEnd} : {})}, write).then(() => undefined);
     } else if (keepName) {
       this.logger.info("session handle not kept: every handle is in use (SVC_FORK_HANDLES)", {name: keepName});
     }

@@ -345,6 +345,40 @@ describe("named sessions (SVC_FORK=1, 2 handles, 3 s TTL)", () => {
   });
 });
 
+describe("a template whose reply header is not how it renders the answered turn (Qwen3 with thinking off)", () => {
+  // The generation prompt opens the reply with an empty think block that the template leaves out when it renders
+  // the answered turn in the history: a follow-up repeats the kept history up to the last message, not the header
+  // after it. It must still start from the kept state (it resumes what it shares), not be answered as unmatched.
+  let server: RunningServer;
+  before(async () => {
+    server = await startServer({SVC_FORK: "1", SVC_PARALLEL: "1", SVC_CHAT_TEMPLATE: "test/fixtures/templates/qwen3-style.jinja"});
+  });
+  after(async () => {
+    await server?.stop();
+  });
+
+  test("the follow-up of a kept reply is used, and resumes past the kept history", async () => {
+    const off = {chat_template_kwargs: {enable_thinking: false}};
+    const first = await chat(server, ask("Name a colour."), {"X-Svc-Keep": "qwen-off"}, off);
+    ok(first);
+    assert.equal(first.headers.get("x-svc-keep"), "accepted");
+    const applied = await (await fetch(`${server.url}/apply-template`, {method: "POST", headers: {"content-type": "application/json"},
+      body: JSON.stringify({messages: followUp(ask("Name a colour."), first, "Another one?"), ...off})})).json() as {prompt: string};
+    assert.ok(!applied.prompt.includes("<think>\n\n</think>\n\n" + text(first)), "the history leaves the empty think block out");
+    const second = await chat(server, followUp(ask("Name a colour."), first, "Another one?"), {"X-Svc-From": "qwen-off"}, off);
+    ok(second);
+    assert.equal(second.headers.get("x-svc-from"), "used");
+    // The kept history: the first prompt up to its last message's text (what precedes "<|im_end|>\n").
+    const history = await (await fetch(`${server.url}/apply-template`, {method: "POST", headers: {"content-type": "application/json"},
+      body: JSON.stringify({messages: ask("Name a colour."), add_generation_prompt: false, ...off})})).json() as {prompt: string};
+    const tokens = await (await fetch(`${server.url}/tokenize`, {method: "POST", headers: {"content-type": "application/json"},
+      body: JSON.stringify({content: history.prompt, parse_special: true})})).json() as {tokens: number[]};
+    const historyEnd = tokens.tokens.length - 2;
+    assert.ok(usage(first).prompt_tokens > historyEnd + 2, "the kept prompt goes on past the history (the reply header)");
+    assert.ok(cached(second) >= historyEnd, `cached ${cached(second)}, the kept history ends at ${historyEnd}`);
+  });
+});
+
 describe("named sessions off (no SVC_FORK)", () => {
   let server: RunningServer;
   before(async () => {

@@ -29,6 +29,11 @@ export interface StateManifest {
   label: string;
   /** Where the sealed reply in the state starts (the prompt length of the request that wrote it); 0 if none. */
   replyStart: number;
+  /**
+   * Where that request's last client text ended (before the template's reply header): what a later request must
+   * repeat to start from the state. Absent in older manifests and states without a reply.
+   */
+  historyEnd?: number;
 }
 
 export const STATE_SUFFIX = ".ggsq";
@@ -63,7 +68,7 @@ function sameIdentity(a: StateIdentity, b: StateIdentity): boolean {
  * the manifest written. Throws what the file system throws (ENOSPC, EACCES); the caller decides what a
  * failure means. Nothing is left behind on failure.
  */
-export async function writeState(dir: string, id: string, meta: {tokens: readonly number[]; cuts: readonly number[]; label: string; replyStart?: number},
+export async function writeState(dir: string, id: string, meta: {tokens: readonly number[]; cuts: readonly number[]; label: string; replyStart?: number; historyEnd?: number},
   identity: StateIdentity, write: (path: string) => Promise<void>): Promise<StateManifest> {
   const tmpState = statePath(dir, id) + ".tmp";
   const tmpManifest = manifestPath(dir, id) + ".tmp";
@@ -72,7 +77,8 @@ export async function writeState(dir: string, id: string, meta: {tokens: readonl
     const {size} = await stat(tmpState);
     const now = Date.now();
     const manifest: StateManifest = {format: 1, identity, tokens: [...meta.tokens], cuts: [...meta.cuts], bytes: size,
-      sha256: await sha256File(tmpState), created: now, lastUsed: now, label: meta.label, replyStart: meta.replyStart ?? 0};
+      sha256: await sha256File(tmpState), created: now, lastUsed: now, label: meta.label, replyStart: meta.replyStart ?? 0,
+      ...(meta.historyEnd !== undefined ? {historyEnd: meta.historyEnd} : {})};
     await writeFile(tmpManifest, JSON.stringify(manifest));
     await rename(tmpState, statePath(dir, id));
     await rename(tmpManifest, manifestPath(dir, id));
