@@ -37,8 +37,13 @@ export function makeKeyCheck(apiKey: string): (headers: IncomingHttpHeaders) => 
   };
 }
 
-/** GET /health is always open so load balancers and operators can probe without a key. */
+/**
+ * GET /health is always open so load balancers and operators can probe without a key. So are the playground
+ * page (GET /) and its static assets (/playground/...): a browser cannot attach a key to a page load, and they
+ * hold no server state; the page asks for the key and sends it on every API call it makes.
+ */
 export function isOpenRoute(method: string, url: string): boolean {
-  const path = url.split("?")[0];
-  return (method === "GET" || method === "HEAD") && path === "/health";
+  const path = url.split("?")[0]!;
+  if (method !== "GET" && method !== "HEAD") return false;
+  return path === "/health" || path === "/" || path.startsWith("/playground/");
 }

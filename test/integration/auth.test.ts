@@ -1,5 +1,6 @@
-// API-key auth: with SVC_API_KEY every route but GET /health needs the key, as Bearer or x-api-key; the
-// Messages-style routes answer 401 in Anthropic's shape. In-process over the engine double.
+// API-key auth: with SVC_API_KEY every route but GET /health and the playground page (GET /, /playground/*)
+// needs the key, as Bearer or x-api-key; the Messages-style routes answer 401 in Anthropic's shape.
+// In-process over the engine double.
 
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
@@ -23,6 +24,12 @@ const body = {messages: [{role: "user", content: "Hi"}], max_tokens: 2};
 describe("API key", () => {
   test("GET /health is open", async () => {
     assert.equal((await server.get("/health")).status, 200);
+  });
+
+  test("the playground page and its assets are open; POST / and unknown assets are not served to the keyless", async () => {
+    for (const path of ["/", "/playground/app.js", "/playground/vendor/preact.mjs"]) assert.equal((await server.get(path)).status, 200, path);
+    assert.equal((await server.get("/playground/no-such.js")).status, 404);
+    assert.equal((await server.post("/", body)).status, 401);
   });
 
   test("every other route answers 401 without the key", async () => {

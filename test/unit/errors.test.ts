@@ -176,5 +176,14 @@ describe("isOpenRoute", () => {
     assert.equal(isOpenRoute("GET", "/v1/models"), false);
     assert.equal(isOpenRoute("POST", "/v1/chat/completions"), false);
     assert.equal(isOpenRoute("GET", "/v1/health"), false);
+    assert.equal(isOpenRoute("POST", "/"), false);
+    assert.equal(isOpenRoute("POST", "/playground/app.js"), false);
+    assert.equal(isOpenRoute("GET", "/playgroundx"), false);
+  });
+  test("the playground page and its static assets load without the key (the page asks for it)", () => {
+    assert.equal(isOpenRoute("GET", "/"), true);
+    assert.equal(isOpenRoute("GET", "/?x=1"), true);
+    assert.equal(isOpenRoute("GET", "/playground/app.js"), true);
+    assert.equal(isOpenRoute("GET", "/playground/vendor/preact.mjs"), true);
   });
 });

@@ -1,0 +1,27 @@
+// Types of api.js for the unit tests (the browser runs the .js as shipped; this file is not served).
+
+export type Route = "chat" | "responses" | "messages";
+export const ROUTES: Record<Route, {label: string; path: string}>;
+
+export interface ToolCall {id: string; name: string; args: string}
+export interface Reply {
+  text: string;
+  reasoning: string;
+  tools: Record<number, ToolCall>;
+  timings: Record<string, number> | null;
+  usage: unknown;
+  finish: string | null;
+  error: string | null;
+  progress: unknown;
+}
+
+export interface Settings {
+  system?: string; max_tokens?: string; temperature?: string; top_p?: string; top_k?: string; min_p?: string; seed?: string; effort?: string;
+}
+
+export function buildRequest(route: Route, history: {role: "user" | "assistant"; content: string}[], s: Settings,
+  schema: object | null, tools: object[] | null): Record<string, unknown>;
+export function emptyReply(): Reply;
+export function applyEvent(route: Route, reply: Reply, ev: {event: string; data: unknown}): void;
+export function cacheShare(t: {cache_n: number; prompt_n: number} | null): number;
+export function errorMessage(body: unknown, status: number): string;

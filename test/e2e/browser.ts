@@ -1,0 +1,38 @@
+// Headless Chromium for the browser tests: Debian's `chromium` package (a prerequisite of this tier, like the
+// model), driven by playwright-core, which downloads no browser of its own. CHROMIUM_PATH points elsewhere.
+
+import {existsSync, mkdirSync} from "node:fs";
+import {join} from "node:path";
+import {chromium, type Browser, type Page} from "playwright-core";
+
+export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+
+export async function launch(): Promise<Browser> {
+  if (!existsSync(CHROMIUM)) {
+    throw new Error(`no Chromium at ${CHROMIUM}: the browser tests need Debian's chromium package (apt-get install -y chromium) or CHROMIUM_PATH`);
+  }
+  // No sandbox: CI and containers run as root, where Chromium refuses its sandbox.
+  return chromium.launch({executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-dev-shm-usage"]});
+}
+
+/** Errors the page throws or logs, so a test can assert there were none. */
+export function collectErrors(page: Page): string[] {
+  const errors: string[] = [];
+  page.on("pageerror", (e) => errors.push(`pageerror: ${e.message}`));
+  page.on("console", (m) => {
+    // A 401 the page answers with its key prompt is logged by Chromium as a failed resource; it is expected.
+    if (m.type() === "error" && !/status of 401/.test(m.text())) errors.push(`console: ${m.text()}`);
+  });
+  return errors;
+}
+
+/**
+ * Screenshots for the README, written only when PLAYGROUND_SCREENSHOTS names a folder (e.g. docs), so a test
+ * run leaves the tree as it was.
+ */
+export async function screenshot(page: Page, name: string): Promise<void> {
+  const dir = process.env.PLAYGROUND_SCREENSHOTS;
+  if (!dir) return;
+  mkdirSync(dir, {recursive: true});
+  await page.screenshot({path: join(dir, `${name}.png`)});
+}
