@@ -22,6 +22,8 @@ import {newCounters} from "./observability/counters.ts";
 import {SchemaCache} from "./grammar/index.ts";
 import type {Logger} from "./observability/log.ts";
 import {registerSideRoutes} from "./api/side/index.ts";
+import {installOpenApi} from "./api/openapi/route.ts";
+import {registerPlaygroundRoutes} from "./api/playground/route.ts";
 import type {SideModels} from "./side-models/side-models.ts";
 
 export const VERSION: string = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")).version;
@@ -53,6 +55,8 @@ export async function createApp(config: Config, models: {main: ModelHandle; side
     startedAt: new Date(),
   };
   const server = buildServer({bodyLimitBytes: Math.floor(config.bodyLimitMb * 1024 * 1024), apiKey: config.apiKey, logger});
+  // First, so its onRoute hook sees every route registered below.
+  installOpenApi(server, {version: VERSION, keyed: Boolean(config.apiKey), maxTokensCap: config.maxTokensCap, logger});
   registerChatRoutes(server, deps);
   registerCompletionsRoutes(server, deps);
   registerResponsesRoutes(server, deps);
@@ -62,6 +66,7 @@ export async function createApp(config: Config, models: {main: ModelHandle; side
   registerApplyTemplateRoute(server, deps);
   registerHandleRoutes(server, main.sessions);
   if (side) registerSideRoutes(server, deps, side);
+  registerPlaygroundRoutes(server);
   registerMetricsRoute(server, createMetrics({
     stats: deps.stats,
     counters: deps.counters,

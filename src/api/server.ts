@@ -49,10 +49,18 @@ export function registerErrorShape(app: FastifyInstance, prefix: string, shape: 
   errorShapes.set(app, list);
 }
 
+function shapeFor(app: FastifyInstance, path: string): ErrorShape | undefined {
+  return errorShapes.get(app)?.find((s) => path === s.prefix || path.startsWith(`${s.prefix}/`))?.shape;
+}
+
+/** Whether errors on `path` use a route family's own shape rather than OpenAI's (for /openapi.json). */
+export function hasOwnErrorShape(app: FastifyInstance, path: string): boolean {
+  return shapeFor(app, path) !== undefined;
+}
+
 export function errorBodyFor(reply: FastifyReply, err: ApiError): unknown {
-  const path = reply.request.url.split("?")[0]!;
-  const hit = errorShapes.get(reply.server)?.find((s) => path === s.prefix || path.startsWith(`${s.prefix}/`));
-  return hit ? hit.shape(err, reply) : openAiErrorBody(err);
+  const hit = shapeFor(reply.server, reply.request.url.split("?")[0]!);
+  return hit ? hit(err, reply) : openAiErrorBody(err);
 }
 
 export function sendError(reply: FastifyReply, err: ApiError): void {

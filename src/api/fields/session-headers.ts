@@ -9,7 +9,9 @@ import {invalidField} from "../../core/errors.ts";
 export const SESSION_NAME_MAX = 128;
 export const SESSION_NAME_RULE =
   `must be 1 to ${SESSION_NAME_MAX} characters from A-Z a-z 0-9 . _ - : @, starting with a letter or digit (no spaces)`;
-const NAME = new RegExp(`^[A-Za-z0-9][A-Za-z0-9._:@-]{0,${SESSION_NAME_MAX - 1}}$`);
+/** The rule as a pattern (also /openapi.json's schema for the headers and the DELETE path). */
+export const SESSION_NAME_PATTERN = `^[A-Za-z0-9][A-Za-z0-9._:@-]{0,${SESSION_NAME_MAX - 1}}$`;
+const NAME = new RegExp(SESSION_NAME_PATTERN);
 
 /** What the response's `X-Svc-From` header says about the name the request asked to start from. */
 export const FROM_HEADER_VALUES = ["used", "unmatched", "unknown"] as const;

@@ -8,14 +8,14 @@ import {parseBody} from "../fields/validate.ts";
 
 const MAX_DETOKENIZE = 1 << 20;
 
-const tokenizeSchema = z.looseObject({
+export const tokenizeSchema = z.looseObject({
   content: z.string(),
   add_special: z.boolean().nullish(),
   parse_special: z.boolean().nullish(),
   with_pieces: z.boolean().nullish(),
 });
 
-const detokenizeSchema = z.looseObject({
+export const detokenizeSchema = z.looseObject({
   tokens: z.array(z.number().int()).max(MAX_DETOKENIZE),
 });
 

@@ -1,0 +1,55 @@
+// GET /openapi.json. Installed before any other route so fastify's onRoute hook sees every registration; the
+// document is built once when the server is ready (all routes known) and served as is. It sits behind the auth
+// hook like every route but GET /health. A registered route without a registry.ts entry is left out and logged
+// at startup (the unit test makes it fatal), so a forgotten entry is visible without taking the server down.
+
+import type {FastifyInstance} from "fastify";
+import type {Logger} from "../../observability/log.ts";
+import {hasOwnErrorShape} from "../server.ts";
+import {buildOpenApiDocument, type RegisteredRoute} from "./document.ts";
+
+export interface OpenApiOptions {
+  version: string;
+  keyed: boolean;
+  maxTokensCap: number;
+  logger: Logger;
+}
+
+/** Collects the routes registered from now on; returns the live list (read it after `ready`). */
+export function collectRoutes(app: FastifyInstance): RegisteredRoute[] {
+  const routes: RegisteredRoute[] = [];
+  app.addHook("onRoute", (r) => {
+    for (const method of Array.isArray(r.method) ? r.method : [r.method]) routes.push({method, url: r.url});
+  });
+  return routes;
+}
+
+export interface OpenApiStatus {
+  /** Every route fastify registered after installOpenApi, HEAD included. */
+  routes: RegisteredRoute[];
+  /** Registered routes with no registry entry ("METHOD /path"), known once the server is ready. */
+  undocumented: string[];
+}
+
+const statuses = new WeakMap<FastifyInstance, OpenApiStatus>();
+
+/** What the document was built from, for the test that holds the document to the live route list. */
+export function openApiStatus(app: FastifyInstance): OpenApiStatus | undefined {
+  return statuses.get(app);
+}
+
+export function installOpenApi(app: FastifyInstance, opts: OpenApiOptions): void {
+  const status: OpenApiStatus = {routes: collectRoutes(app), undocumented: []};
+  statuses.set(app, status);
+  let body: string | null = null;
+  app.addHook("onReady", async () => {
+    const {document, undocumented} = buildOpenApiDocument(status.routes, {version: opts.version, keyed: opts.keyed, maxTokensCap: opts.maxTokensCap,
+      anthropicErrors: (path) => hasOwnErrorShape(app, path)});
+    status.undocumented = undocumented;
+    if (undocumented.length > 0) {
+      opts.logger.warn("routes missing from /openapi.json (add them to src/api/openapi/registry.ts)", {routes: undocumented.join(", ")});
+    }
+    body = JSON.stringify(document);
+  });
+  app.get("/openapi.json", async (_req, reply) => reply.header("content-type", "application/json; charset=utf-8").send(body));
+}
