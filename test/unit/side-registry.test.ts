@@ -3,7 +3,8 @@
 
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
-import {DEFAULT_SIDE_IDS, SIDE_MODELS, SideModelsSettingError, parseSideModels, type SideEntry} from "../../src/side-models/registry.ts";
+import {DEFAULT_SIDE_IDS, ROUTE_OF_KIND, SIDE_MODELS, SideModelsSettingError, parseSideModels, type SideEntry} from "../../src/side-models/registry.ts";
+import {DEFAULT_SPEECH_SPEC} from "../../src/side-models/speech/model-source.ts";
 import {DEFAULT_MAIN_MODEL_SPEC} from "../../src/models/known-files.ts";
 
 const ids = (entries: SideEntry[]) => entries.map((e) => (e.type === "id" ? e.def.id : `dir:${e.dir}`));
@@ -75,5 +76,44 @@ describe("parseSideModels", () => {
   test("embeddingnx-2 is refused with the reason, also with a source of its own", () => {
     assert.match(refusal("embeddingnx-2"), /embeddingnx-2 embeds pictures and sound.*leave it out/);
     assert.match(refusal("nx3.5-2b,embeddingnx-2=/models/e.gguf"), /embeddingnx-2 .*leave it out/);
+  });
+});
+
+describe("parseSideModels: speech ids", () => {
+  test("nx3-asr-0.6b is a speech model with the default source", () => {
+    assert.deepEqual(parseSideModels("nx3-asr-0.6b"),
+      [{type: "id", def: {id: "nx3-asr-0.6b", kind: "speech", source: DEFAULT_SPEECH_SPEC, format: "whisper"}}]);
+    assert.deepEqual(parseSideModels(" nx3-asr-1.7b "),
+      [{type: "id", def: {id: "nx3-asr-1.7b", kind: "speech", source: DEFAULT_SPEECH_SPEC, format: "whisper"}}]);
+    assert.equal(SIDE_MODELS["nx3-asr-0.6b"]!.unavailable, undefined);
+    assert.match(ROUTE_OF_KIND.speech, /\/v1\/audio\/transcriptions/);
+  });
+
+  test("both speech ids at once are refused, asking to name one", () => {
+    for (const value of ["nx3-asr-0.6b,nx3-asr-1.7b", "nx3-asr-1.7b, nx3-asr-0.6b", "nx3-asr-0.6b,default,nx3-asr-1.7b=/m"]) {
+      const msg = refusal(value);
+      assert.match(msg, /name one/, value);
+      assert.ok(msg.includes("nx3-asr-0.6b") && msg.includes("nx3-asr-1.7b"), msg);
+    }
+  });
+
+  test("the same speech id twice is refused as named twice", () => {
+    assert.match(refusal("nx3-asr-0.6b,nx3-asr-0.6b"), /named twice/);
+  });
+
+  test("id=source keeps the source", () => {
+    assert.deepEqual(parseSideModels("nx3-asr-1.7b=/some/path"),
+      [{type: "id", def: {id: "nx3-asr-1.7b", kind: "speech", source: "/some/path", format: "whisper"}}]);
+    assert.deepEqual(parseSideModels("nx3-asr-0.6b = hf:org/whisper-small-ct2 "),
+      [{type: "id", def: {id: "nx3-asr-0.6b", kind: "speech", source: "hf:org/whisper-small-ct2", format: "whisper"}}]);
+    assert.match(refusal("nx3-asr-0.6b="), /names no source/);
+  });
+
+  test("a speech id goes with the other side models; default names none", () => {
+    const entries = parseSideModels("default,nx3-asr-0.6b");
+    const speech = entries.filter((e) => e.type === "id" && e.def.kind === "speech");
+    assert.equal(speech.length, 1);
+    assert.ok(entries.length > 1);
+    assert.ok(parseSideModels("default").every((e) => e.type === "id" && e.def.kind !== "speech"));
   });
 });
