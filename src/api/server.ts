@@ -80,11 +80,14 @@ export function buildServer(opts: ServerOptions): FastifyInstance {
   // A body announced as too large is refused before parsing, but only after the client has finished
   // sending it: answering mid-upload and closing makes the client fail with EPIPE instead of reading 413.
   // Up to DRAIN_LIMIT_BYTES are read and dropped; past that the connection is simply closed.
+  // A route may set its own limit (the transcription route takes recordings up to 25 MiB).
   app.addHook("onRequest", (req, _reply, done) => {
     const length = Number(req.headers["content-length"]);
-    if (!(length > opts.bodyLimitBytes)) return done();
-    const err = new ApiError("payload_too_large",
-      `the request body has ${length} bytes; this server takes at most ${opts.bodyLimitBytes} (SVC_BODY_LIMIT_MB)`);
+    const limit = req.routeOptions.bodyLimit ?? opts.bodyLimitBytes;
+    if (!(length > limit)) return done();
+    const err = new ApiError("payload_too_large", limit === opts.bodyLimitBytes
+      ? `the request body has ${length} bytes; this server takes at most ${limit} (SVC_BODY_LIMIT_MB)`
+      : `the request body has ${length} bytes; this route takes at most ${limit}`);
     if (length > DRAIN_LIMIT_BYTES) return done(err);
     req.raw.on("end", () => done(err));
     req.raw.on("error", () => done(err));

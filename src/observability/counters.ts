@@ -4,8 +4,12 @@
 export interface Counters {
   /** svc:strict_tools_unenforced_total — strict tools served without enforcement (spec "Strict tools" rule 5). */
   strictToolsUnenforced: number;
+  /** svc:transcriptions_total — recordings transcribed. */
+  transcriptions: number;
+  /** svc:transcribed_audio_seconds_total — their audio, in seconds. */
+  transcribedAudioSeconds: number;
 }
 
 export function newCounters(): Counters {
-  return {strictToolsUnenforced: 0};
+  return {strictToolsUnenforced: 0, transcriptions: 0, transcribedAudioSeconds: 0};
 }

@@ -129,6 +129,8 @@ const DEFS: readonly MetricDef[] = [
   counter("svc:prefix_waits_total", "Requests that waited for another region to evaluate a prefix they share, then copied it.",
     (r) => r.cache.pool.prefix_waits),
   counter("svc:prefix_wait_seconds_total", "Seconds those requests waited, summed.", (r) => r.cache.pool.prefix_wait_s),
+  counter("svc:transcriptions_total", "Recordings transcribed by the speech model.", (r) => r.counters.transcriptions),
+  counter("svc:transcribed_audio_seconds_total", "Seconds of audio those recordings held, summed.", (r) => r.counters.transcribedAudioSeconds),
 ];
 
 /** Every metric name /metrics exports, in order. */

@@ -115,6 +115,10 @@ describe("/openapi.json lists every route", () => {
       assert.ok(d.paths[p]?.post?.requestBody, p);
     }
     assert.ok(d.paths["/v1/decide"]!.post.responses["422"], "decide answers 422 for a malformed body");
+    const speech = d.paths["/v1/audio/transcriptions"]?.post?.requestBody?.content?.["multipart/form-data"]?.schema;
+    assert.ok(speech, "transcriptions documented as multipart");
+    assert.deepEqual(speech.required, ["file"]);
+    assert.equal(speech.properties.file.format, "binary");
     await app.close();
   });
 });

@@ -21,7 +21,7 @@ const KEY = "sk-fuzz-0123456789";
 /** Test cases per operation and phase: enough to reach every field's edge values, small enough for minutes. */
 const MAX_EXAMPLES = Number(process.env.FUZZ_MAX_EXAMPLES ?? 3);
 /** Every side model that runs on the cached default files, so their routes are registered and fuzzed too. */
-const SIDE_MODELS = "decider-0.8b,nx3-embedding-0.6b,nx3-reranker-0.6b,nx3guard-gen-0.6b,nx3guard-stream-0.6b,nx3.5-2b";
+const SIDE_MODELS = "decider-0.8b,nx3-embedding-0.6b,nx3-reranker-0.6b,nx3guard-gen-0.6b,nx3guard-stream-0.6b,nx3.5-2b,nx3-asr-0.6b";
 const RUN_TIMEOUT_MS = 15 * 60_000;
 
 /** The venv's schemathesis executable, installing it first when this version is not there yet. */

@@ -35,7 +35,7 @@ const SPEC_NAMES = [
 const OUR_NAMES = ["svc:cache_misses_by_reason_total", "svc:cache_disk_rejected_total", "svc:phase_queue_seconds_total",
   "svc:phase_prepare_seconds_total", "svc:phase_batch_wait_seconds_total", "svc:phase_decode_engine_seconds_total",
   "svc:phase_decode_outside_seconds_total", "svc:seals_total", "svc:seal_seconds_total",
-  "svc:prefix_waits_total", "svc:prefix_wait_seconds_total"];
+  "svc:prefix_waits_total", "svc:prefix_wait_seconds_total", "svc:transcriptions_total", "svc:transcribed_audio_seconds_total"];
 
 function timings(over: Partial<Timings>): Timings {
   return {prompt_n: 0, prompt_ms: 0, prompt_per_second: 0, predicted_n: 0, predicted_ms: 0, predicted_per_second: 0,
@@ -71,6 +71,8 @@ function sources(): MetricsSources {
   stats.startRunning();
   const counters = newCounters();
   counters.strictToolsUnenforced = 7;
+  counters.transcriptions = 3;
+  counters.transcribedAudioSeconds = 61.5;
   return {
     stats, counters, cache: report, queue: () => ({deferred: 3, longestWaitS: 4.25}), engineUp: () => true,
     build: {version: "0.1.0", engine: "llama.cpp b1234", model: "tiny-q4"},
@@ -145,6 +147,7 @@ describe("metrics", () => {
       "svc:phase_queue_seconds_total": 1.25, "svc:phase_prepare_seconds_total": 0.125, "svc:phase_batch_wait_seconds_total": 0.75,
       "svc:phase_decode_engine_seconds_total": 2.25, "svc:phase_decode_outside_seconds_total": 0.75,
       "svc:seals_total": 14, "svc:seal_seconds_total": 3.25, "svc:prefix_waits_total": 4, "svc:prefix_wait_seconds_total": 1.5,
+      "svc:transcriptions_total": 3, "svc:transcribed_audio_seconds_total": 61.5,
     };
     for (const [name, v] of Object.entries(expected)) assert.equal(value(samples, name), v, name);
     const busy = value(samples, "svc:busy_for_seconds");

@@ -9,7 +9,8 @@ import {completionsRequestSchema} from "../dialects/completions/schema.ts";
 import {countTokensSchema, messagesSchema} from "../dialects/messages/schema.ts";
 import {responsesRequestSchema} from "../dialects/responses/schema.ts";
 import {detokenizeSchema, tokenizeSchema} from "../ops/tokenize-routes.ts";
-import {classifyRequestSchema, decideRequestSchema, embeddingsRequestSchema, moderationRequestSchema, rerankRequestSchema} from "./side-schemas.ts";
+import {classifyRequestSchema, decideRequestSchema, embeddingsRequestSchema, moderationRequestSchema, rerankRequestSchema,
+  transcriptionRequestSchema} from "./side-schemas.ts";
 
 export type Tag = "generation" | "ops" | "side";
 
@@ -90,4 +91,6 @@ export const ROUTE_DOCS: ReadonlyMap<string, RouteDoc> = new Map<string, RouteDo
     ok: {schema: "AnyObject"}}],
   ["POST /v1/decide", {summary: "Decisions (choice, score, yes/no) from a loaded decision model", tag: "side", body: decideRequestSchema,
     ok: {schema: "AnyObject"}, errors: [422]}],
+  ["POST /v1/audio/transcriptions", {summary: "Speech to text with the loaded speech model (json, text, verbose_json, srt, vtt)", tag: "side",
+    multipart: transcriptionRequestSchema, ok: {schema: "AnyObject"}}],
 ]);

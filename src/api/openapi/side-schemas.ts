@@ -9,6 +9,7 @@ import {MAX_CLASSIFY_INPUTS} from "../side/classify/decode.ts";
 import {MAX_DOCUMENTS} from "../side/rerank/route.ts";
 import {MAX_INPUTS} from "../side/moderations/route.ts";
 import {MAX_QUESTIONS} from "../side/decide/route.ts";
+import {RESPONSE_FORMATS} from "../side/transcriptions/route.ts";
 
 const nonEmpty = z.string().min(1);
 const tokenIds = z.array(z.number().int().min(0)).min(1);
@@ -70,4 +71,15 @@ export const decideRequestSchema = z.strictObject({
   questions: z.record(z.string().regex(/\S/), question)
     .refine((q) => Object.keys(q).length >= 1 && Object.keys(q).length <= MAX_QUESTIONS)
     .meta({minProperties: 1, maxProperties: MAX_QUESTIONS}),
+});
+
+/** POST /v1/audio/transcriptions, as multipart form fields (side/transcriptions/route.ts reads them). */
+export const transcriptionRequestSchema = z.looseObject({
+  file: z.string().meta({format: "binary"}).describe("a WAV recording: PCM 8 to 32-bit or float, any sample rate, any channels; at most 20 minutes or 25 MiB"),
+  model: z.string().optional().describe("any name reaches the loaded speech model"),
+  language: z.string().optional().describe("a two-letter code or a language name; absent = detected"),
+  prompt: z.string().optional().describe("context such as names or terms"),
+  response_format: z.enum(RESPONSE_FORMATS).optional(),
+  temperature: z.number().min(0).max(1).optional().describe("accepted; decoding is greedy (0)"),
+  stream: z.literal(false).optional().describe("transcriptions are not streamed"),
 });

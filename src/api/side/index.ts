@@ -9,6 +9,7 @@ import {registerClassifyRoute} from "./classify/route.ts";
 import {registerDecideRoute} from "./decide/route.ts";
 import {registerRerankRoute} from "./rerank/route.ts";
 import {registerModerationRoute} from "./moderations/route.ts";
+import {registerTranscriptionRoute} from "./transcriptions/route.ts";
 
 export function registerSideRoutes(app: FastifyInstance, deps: ServerDeps, side: SideModels): void {
   registerEmbeddingsRoute(app, deps, side);
@@ -16,4 +17,5 @@ export function registerSideRoutes(app: FastifyInstance, deps: ServerDeps, side:
   registerDecideRoute(app, deps, side);
   registerRerankRoute(app, deps, side);
   registerModerationRoute(app, deps, side);
+  registerTranscriptionRoute(app, deps, side);
 }
