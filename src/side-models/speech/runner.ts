@@ -73,8 +73,10 @@ export class SpeechRunner implements SideRunner {
     for (const [i, w] of windows.entries()) {
       const carried = texts.join(" ").slice(-CARRY_CHARS);
       const prompt = [opts.prompt, carried].filter(Boolean).join(" ");
-      // One thread while the main model decodes: ggml's threads spin at every op's barrier, and two engines
-      // spinning on two cores each collapse (measured: a 15.6 s clip in 7.8 s on one thread, 82 to 93 s on two).
+      // One thread while the main model decodes: ggml's threads spin at every op's barrier, and the two engines
+      // run at once in two processes. Measured on 2 cores (bench:speech, 60 s clip beside 200-token chats):
+      // with 1 whisper thread chat decode fell to 0.35x and the transcription ran at RTF 2.5; with 2, to 0.03x
+      // and RTF 4.3 (alone: RTF 0.28). Taking turns for real needs the main engine to yield too (closing note).
       const r: WindowResult = await this.ctx.executor.run(() => this.engine.transcribe({
         samples: samples.subarray(w.start, w.end), language: language ?? "auto", prompt,
         threads: this.ctx.executor.mainIsBusy() ? 1 : this.ctx.threads,
