@@ -63,7 +63,9 @@ export class SideExecutor {
       return await pass();
     } finally {
       const took = performance.now() - started;
-      if (this.opts.mainBusy?.()) setTimeout(() => this.release(), Math.min(took, MAX_PAUSE_MS));
+      // libuv counts whole milliseconds from the loop's cached clock, which can fire a fractional delay up to
+      // ~2 ms early: round up and add one so the pause is never shorter than the pass.
+      if (this.opts.mainBusy?.()) setTimeout(() => this.release(), Math.ceil(Math.min(took, MAX_PAUSE_MS)) + 1);
       else this.release();
     }
   }
