@@ -239,6 +239,16 @@ describe("refusals: 400 naming the field and the rule; the next request is serve
     assert.equal(body.error.param, "file");
     assert.match(body.error.message, /required.*WAV/);
   });
+  test("a multipart body without a boundary, or cut short, is refused as malformed (found by the contract fuzzer)", async () => {
+    for (const [type, body] of [["multipart/form-data", ""],
+      ["multipart/form-data; boundary=c561", "--c561\r\n50550--c561--\r\n"]] as const) {
+      const res = await fetch(`${server.url}/v1/audio/transcriptions`, {method: "POST", headers: {"content-type": type}, body});
+      const b = await res.json() as any;
+      assert.equal(res.status, 400, JSON.stringify(b));
+      assert.equal(b.error.param, "body");
+      assert.match(b.error.message, /not valid multipart\/form-data/);
+    }
+  });
   test("an unknown response_format", () => refused(readFileSync(speech), {response_format: "mp3"}, "response_format", /json, text, verbose_json, srt, vtt/));
   test("a language that is not one", () => refused(readFileSync(speech), {language: "klingon"}, "language", /not a language/));
   test("MP3, OGG, a text file named .wav and a truncated header are refused naming WAV", async () => {

@@ -4,7 +4,7 @@
 
 import type {FastifyInstance, FastifyReply, FastifyRequest} from "fastify";
 import multipart from "@fastify/multipart";
-import {invalidField} from "../../../core/errors.ts";
+import {ApiError, invalidField} from "../../../core/errors.ts";
 import type {SideModels} from "../../../side-models/side-models.ts";
 import {languageName, whisperLanguage} from "../../../side-models/speech/languages.ts";
 import type {SpeechRunner, Transcript} from "../../../side-models/speech/runner.ts";
@@ -33,24 +33,12 @@ async function readRequest(req: FastifyRequest): Promise<TranscriptionRequest> {
   if (!req.isMultipart()) throw invalidField("body", "must be multipart/form-data with a file field holding a WAV recording");
   const fields: Record<string, string> = {};
   let audio: Buffer | undefined;
-  for await (const part of req.parts()) {
-    if (part.type === "file") {
-      if (part.fieldname !== "file") {
-        await part.toBuffer().catch(() => undefined);
-        throw invalidField(part.fieldname, "is not a file field of this route; send the recording as file");
-      }
-      const buf = await part.toBuffer().catch((e: unknown) => {
-        if ((e as {code?: string}).code === "FST_REQ_FILE_TOO_LARGE") return null;
-        throw e;
-      });
-      if (buf === null || part.file.truncated) {
-        throw invalidField("file", `is larger than 25 MiB; ${LIMITS_TEXT}`);
-      }
-      audio = buf;
-    } else {
-      if (part.valueTruncated) throw invalidField(part.fieldname, `is longer than ${MAX_FIELD_BYTES} bytes`);
-      fields[part.fieldname.replace(/\[\]$/, "")] = String(part.value);
-    }
+  try {
+    audio = await readParts(req, fields);
+  } catch (e) {
+    if (e instanceof ApiError) throw e;
+    // busboy's own errors are about the client's bytes: no boundary, a body cut short, a malformed header.
+    throw invalidField("body", `is not valid multipart/form-data (${(e as Error).message}); send the recording as the file field of a multipart form`);
   }
   if (fields.stream !== undefined && fields.stream !== "false") {
     throw invalidField("stream", "transcriptions are not streamed; leave stream out or send false");
@@ -73,6 +61,31 @@ async function readRequest(req: FastifyRequest): Promise<TranscriptionRequest> {
   }
   if (!audio) throw invalidField("file", "is required: a WAV recording (PCM 8 to 32-bit or float, any sample rate, any channels)");
   return {audio, model: fields.model, language, prompt: fields.prompt ?? "", format};
+}
+
+/** The form's parts: text fields into `fields`, the recording returned. */
+async function readParts(req: FastifyRequest, fields: Record<string, string>): Promise<Buffer | undefined> {
+  let audio: Buffer | undefined;
+  for await (const part of req.parts()) {
+    if (part.type === "file") {
+      if (part.fieldname !== "file") {
+        await part.toBuffer().catch(() => undefined);
+        throw invalidField(part.fieldname, "is not a file field of this route; send the recording as file");
+      }
+      const buf = await part.toBuffer().catch((e: unknown) => {
+        if ((e as {code?: string}).code === "FST_REQ_FILE_TOO_LARGE") return null;
+        throw e;
+      });
+      if (buf === null || part.file.truncated) {
+        throw invalidField("file", `is larger than 25 MiB; ${LIMITS_TEXT}`);
+      }
+      audio = buf;
+    } else {
+      if (part.valueTruncated) throw invalidField(part.fieldname, `is longer than ${MAX_FIELD_BYTES} bytes`);
+      fields[part.fieldname.replace(/\[\]$/, "")] = String(part.value);
+    }
+  }
+  return audio;
 }
 
 /** Header checks before any decoding: the format, then the length. */
