@@ -77,9 +77,9 @@ async function transcribe(whisper: Whisper, job: TranscribeJob): Promise<{text: 
   // The callbacks are queued to this thread while full() runs and delivered once it returns: let them in.
   await new Promise((r) => setImmediate(r));
   await new Promise((r) => setImmediate(r));
-  // full() glues segments without a space ("dog.Speech"); the segments' own texts joined by one do not.
-  const text = segments.length ? segments.map((s) => s.text.trim()).filter(Boolean).join(" ") : joined.trim();
-  return {text, segments, language};
+  // The runner builds the text from the segments (full() glues them without a space, "dog.Speech");
+  // full()'s own text is kept for a window whose segments did not arrive.
+  return {text: joined.trim(), segments, language};
 }
 
 main();
