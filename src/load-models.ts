@@ -11,6 +11,8 @@ import type {EngineInfo} from "./engine/engine.ts";
 import {DiskStore} from "./engine/kv/disk-store.ts";
 import {nativeJinja} from "./engine/llama/internals.ts";
 import {LlamaEngine} from "./engine/llama/llama-engine.ts";
+import {RemoteEngine} from "./engine/remote/remote-engine.ts";
+import {ReplicaSetupError} from "./engine/remote/remote-identity.ts";
 import {stateIdentity} from "./engine/llama/state-identity.ts";
 import {resolveModel} from "./models/resolve.ts";
 import type {Logger} from "./observability/log.ts";
@@ -107,6 +109,7 @@ export async function loadModels(config: Config, logger: Logger): Promise<Loaded
   const templateFile = config.chatTemplate ? readTemplateFile(config.chatTemplate) : null;
   const resolved = await resolveModel(config.model, {modelsDir: config.modelsDir, logger, progress: config.progress});
   logger.info("model ready", {path: resolved.path, sha256: resolved.sha256 ?? "not hashed (local path)"});
+  if (config.engine) return loadRemote(config, config.engine, resolved, templateFile, sideEntries.length, logger);
   const contextAsk = mainContextAsk(config.ctxSize);
   const identity = await stateIdentity(resolved.path, resolved.sha256, contextAsk.positions, config.flashAttention, config.engineBuild);
   const disk = config.cacheDir && config.promptCache
@@ -161,4 +164,32 @@ export async function loadModels(config: Config, logger: Logger): Promise<Loaded
     logger,
   });
   return {main, side};
+}
+
+/**
+ * SVC_ENGINE: the generation model runs on remote replicas; svc reads the same GGUF's vocabulary and template.
+ * A replica that cannot serve stops the start (ConfigError: one line naming it). Side models need the
+ * in-process engine's Llama for their weights and are not loaded beside replicas.
+ */
+async function loadRemote(config: Config, urls: string[], resolved: Awaited<ReturnType<typeof resolveModel>>, templateFile: TemplateFile | null,
+  sideModels: number, logger: Logger): Promise<LoadedModels> {
+  if (sideModels > 0) throw new ConfigError(["SVC_NPU_MODELS needs the in-process engine: side models run beside it, not on remote replicas (unset SVC_ENGINE or SVC_NPU_MODELS)"]);
+  let engine: RemoteEngine;
+  try {
+    engine = await RemoteEngine.load({urls, modelPath: resolved.path, routing: config.routing, promptPiece: config.promptPiece, logger});
+  } catch (err) {
+    if (err instanceof ReplicaSetupError) throw new ConfigError([err.message]);
+    throw err;
+  }
+  const template = loadChatTemplate({info: engine.info, native: nativeJinja(engine.vocabulary.llama), file: templateFile, logger});
+  const main = buildModelHandle({
+    identity: {id: config.modelId, path: resolved.path, sha256: resolved.sha256, source: resolved.source},
+    engine,
+    template,
+    sessions: null,
+    pipeline: {queueTimeoutMs: config.queueTimeout * 1000, maxTokensDefault: config.maxTokensDefault, schemaEscape: config.schemaEscape,
+      maxToolCalls: config.maxToolCalls},
+    logger,
+  });
+  return {main, side: null};
 }

@@ -77,6 +77,25 @@ function powerOfTwo(min: number, max: number): Parser<number> {
   };
 }
 
+/** SVC_ENGINE: distinct http(s) URLs without a trailing slash; a path is kept (a replica behind a proxy prefix). */
+function engineUrls(raw: string): string[] {
+  const urls = raw.split(",").map((u) => u.trim());
+  const out: string[] = [];
+  for (const u of urls) {
+    let url: URL;
+    try {
+      url = new URL(u);
+    } catch {
+      throw new RuleError();
+    }
+    if ((url.protocol !== "http:" && url.protocol !== "https:") || url.search !== "" || url.hash !== "") throw new RuleError();
+    const clean = `${url.origin}${url.pathname.replace(/\/+$/, "")}`;
+    if (out.includes(clean)) throw new RuleError();
+    out.push(clean);
+  }
+  return out;
+}
+
 const FLAG_RULE = "must be 1 or 0 (also true/false, on/off, yes/no)";
 
 function s<T>(def: Setting<T>): Setting<T> {
@@ -112,6 +131,12 @@ export const SETTINGS = {
   decodeThreads: s<"auto" | number>({name: "SVC_DECODE_THREADS", shown: "`auto`", fallback: () => "auto" as const,
     parse: (raw) => (raw.trim() === "auto" ? "auto" as const : int(1, 1024)(raw)), rule: "must be auto or an integer from 1 to 1024",
     doc: "Threads for batches of decode steps (prompt pieces use `SVC_THREADS`). `auto` times a decode step at start on one thread and on `SVC_THREADS` and keeps the faster (the prebuilt engine starts a fresh worker pool for every decode; on 2 cores here two threads win with `UV_THREADPOOL_SIZE=1`, 7.3 against 11.6 ms a step, and lose without it). A step of one request alone past 240 positions always runs on one thread: llama.cpp's attention would round it differently on more. Greedy output does not depend on it."}),
+  engine: s<string[] | undefined>({name: "SVC_ENGINE", shown: "unset (in-process engine)", fallback: () => undefined, parse: engineUrls,
+    rule: "must be a comma-separated list of distinct http:// or https:// engine server URLs (e.g. http://10.0.0.5:8080,http://10.0.0.6:8080)",
+    doc: "Remote engine replicas instead of the in-process engine: llama-server instances serving the same GGUF as `SVC_MODEL` (whose vocabulary svc reads, without loading the weights). svc keeps the dialects, templates, grammars, tools and reasoning split, sends token ids, routes each request to the replica that holds the longest prefix of its prompt, polls each replica's `/health` and takes dead ones out. An unreachable replica, or one whose tokenizer or chat template differs, stops the start. Sessions (`SVC_FORK`) need the in-process engine. See Remote engines."}),
+  routing: s({name: "SVC_ROUTING", shown: "`prefix`", fallback: () => "prefix" as const, parse: oneOf("prefix", "round-robin"),
+    rule: "must be prefix or round-robin",
+    doc: "With `SVC_ENGINE`: `prefix` sends a request to the replica that holds the longest prefix of its prompt (the least loaded one when that replica has no free slot or nobody holds any); `round-robin` takes replicas in turn (for comparison: `npm run bench:replicas`)."}),
   engineBuild: s({name: "SVC_ENGINE_BUILD", shown: "`prebuilt`", fallback: () => "prebuilt" as const, parse: oneOf("prebuilt", "openmp"),
     rule: "must be prebuilt or openmp",
     doc: "`openmp` builds the engine library once from the llama.cpp source node-llama-cpp bundles, with OpenMP and tuned for this CPU (about 5 minutes on 2 cores; needs cmake and a C++ compiler), keeps the build under `SVC_MODELS_DIR/engine-builds` so a reinstall (`npm ci`) restores it instead of building again, and runs it. Measured gains vary by machine (none to 20% in decode here, see README, Performance). `prebuilt` runs node-llama-cpp's binary. KV states on disk are kept per build."}),

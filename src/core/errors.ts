@@ -12,7 +12,8 @@ export type ErrorKind =
   | "client_closed"       // 499: the client hung up; the work was cancelled
   | "server_error"        // 500: our own failure; the message says what
   | "engine_busy"         // 503: could not start within SVC_QUEUE_TIMEOUT
-  | "insufficient_memory"; // 503: a side-model request needs memory the host does not have (the server keeps running)
+  | "insufficient_memory" // 503: a side-model request needs memory the host does not have (the server keeps running)
+  | "engine_unavailable"; // 502: a remote engine replica stopped answering mid-reply (the next request goes to another)
 
 export interface Overflow {
   promptTokens: number;
@@ -33,6 +34,7 @@ const KINDS: Record<ErrorKind, KindInfo> = {
   server_error: {status: 500, type: "server_error", code: null},
   engine_busy: {status: 503, type: "server_error", code: "engine_busy"},
   insufficient_memory: {status: 503, type: "server_error", code: "insufficient_memory"},
+  engine_unavailable: {status: 502, type: "server_error", code: "engine_unavailable"},
 };
 
 export class ApiError extends Error {

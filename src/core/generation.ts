@@ -119,6 +119,8 @@ export interface Timings {
   cache_n: number;
   draft_n: number;
   draft_n_accepted: number;
+  /** Remote engine only: the replica that served the request, the prompt tokens it was expected to hold, and why it was chosen. */
+  route?: {replica: string; expected_cached: number; reason: string};
 }
 
 export interface UsageCounts {

@@ -42,6 +42,16 @@ export interface EngineInfo {
   bosText: string;
   eosText: string;
   chatTemplate: string | null;
+  /** Remote replicas (SVC_ENGINE); absent for the in-process engine. */
+  remote?: RemoteEngineInfo;
+}
+
+export interface RemoteEngineInfo {
+  kind: "llama-server";
+  routing: "prefix" | "round-robin";
+  replicas: {url: string; slots: number; build: string | null}[];
+  /** What cannot hold across replicas, said rather than faked. */
+  limits: string[];
 }
 
 /** Prompt-lookup speculation as the engine runs it. */
@@ -68,6 +78,18 @@ export interface DecodeStats {
   draftAccepted: number;
   /** Where the request's time went inside the engine, when the engine measures it (see EnginePhases). */
   phases?: EnginePhases;
+  /** Which remote replica served the request and why (remote engine only). */
+  route?: RouteDecision;
+}
+
+/** A remote engine's routing decision for one request. */
+export interface RouteDecision {
+  replica: string;
+  /** Prompt tokens the replica was expected to hold (its prefix record); the replica's own count is cachedTokens. */
+  expectedCached: number;
+  /** prefix: it held the longest prefix; overloaded: the one that did had no free slot; least_loaded: no replica held any;
+   * round_robin: SVC_ROUTING=round-robin; waited: no slot was free and this one freed first; failover: the first one died. */
+  reason: "prefix" | "overloaded" | "least_loaded" | "round_robin" | "waited" | "failover";
 }
 
 /**
@@ -197,6 +219,17 @@ export interface EngineStatus {
   longestWaitS: number;
   /** Step batches sent without a generating region that did not queue its step in time (should stay near 0). */
   stepWaitsTimedOut: number;
+  /** Remote replicas' health and load (remote engine only). */
+  replicas?: ReplicaStatus[];
+}
+
+export interface ReplicaStatus {
+  url: string;
+  up: boolean;
+  slots: number;
+  busy: number;
+  /** Token ids in the replica's prefix record. */
+  prefix_tokens: number;
 }
 
 export interface Engine {

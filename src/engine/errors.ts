@@ -22,6 +22,11 @@ export class EngineMemoryError extends Error {
   }
 }
 
+/** A remote engine replica stopped answering or broke its protocol in the middle of a reply; it is taken out. */
+export class EngineUnavailableError extends Error {
+  override readonly name = "EngineUnavailableError";
+}
+
 /** Whole seconds to wait before retrying, at least 1. */
 export function retryAfterSeconds(timeoutMs: number): number {
   return Math.max(1, Math.ceil(timeoutMs / 1000));

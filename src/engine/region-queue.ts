@@ -72,6 +72,13 @@ export class RegionQueue {
     });
   }
 
+  /** Marks a free region busy without a request (a remote replica that went down parks its slots); false when it is busy. */
+  take(id: number): boolean {
+    if (this.busy[id] !== false) return false;
+    this.busy[id] = true;
+    return true;
+  }
+
   /** Hands the region straight to the first waiter. (While anyone waits, every region is busy.) */
   release(id: number): void {
     if (!this.busy[id]) return;

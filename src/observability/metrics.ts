@@ -7,7 +7,7 @@
 // no private field of prom-client is touched.
 
 import {Counter, Gauge, Registry} from "prom-client";
-import {MISS_REASONS, type CacheReport} from "../engine/kv/cache-report.ts";
+import {MISS_REASONS, type CacheReport, type ReplicaCacheReport} from "../engine/kv/cache-report.ts";
 import type {Counters} from "./counters.ts";
 import type {ServerStats} from "./server-stats.ts";
 
@@ -131,7 +131,19 @@ const DEFS: readonly MetricDef[] = [
   counter("svc:prefix_wait_seconds_total", "Seconds those requests waited, summed.", (r) => r.cache.pool.prefix_wait_s),
   counter("svc:transcriptions_total", "Recordings transcribed by the speech model.", (r) => r.counters.transcriptions),
   counter("svc:transcribed_audio_seconds_total", "Seconds of audio those recordings held, summed.", (r) => r.counters.transcribedAudioSeconds),
+  // Remote replicas (SVC_ENGINE): no series with the in-process engine.
+  replicaSeries("svc:replica_up", "1 when the remote replica answers its health check.", "gauge", (x) => (x.up ? 1 : 0)),
+  replicaSeries("svc:replica_busy_slots", "Slots of the remote replica serving a request now.", "gauge", (x) => x.busy_slots),
+  replicaSeries("svc:replica_slots", "Slots of the remote replica.", "gauge", (x) => x.slots),
+  replicaSeries("svc:replica_requests_total", "Requests routed to the remote replica.", "counter", (x) => x.requests),
+  replicaSeries("svc:replica_cache_hits_total", "Requests the replica served at least one prompt token of from its cache.", "counter", (x) => x.hits),
+  replicaSeries("svc:replica_prompt_tokens_total", "Prompt tokens sent to the replica.", "counter", (x) => x.prompt_tokens),
+  replicaSeries("svc:replica_cached_tokens_total", "Prompt tokens the replica reported served from its cache.", "counter", (x) => x.cached_tokens),
 ];
+
+function replicaSeries(name: string, help: string, type: "gauge" | "counter", value: (x: ReplicaCacheReport) => number): MetricDef {
+  return {name, help, type, labelNames: ["replica"], series: (r) => (r.cache.replicas ?? []).map((x) => ({labels: {replica: x.url}, value: value(x)}))};
+}
 
 /** Every metric name /metrics exports, in order. */
 export const METRIC_NAMES: readonly string[] = DEFS.map((d) => d.name);

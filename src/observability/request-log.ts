@@ -47,6 +47,11 @@ export function requestLogFields(r: RequestRecord): Record<string, unknown> {
     // Only when speculation ran: accepted/proposed draft tokens.
     if (t.draft_n > 0) f.draft = `${t.draft_n_accepted}/${t.draft_n}`;
     f.ttft_ms = Math.round(t.prompt_ms);
+    if (t.route) {
+      f.replica = t.route.replica;
+      f.expected_cached = t.route.expected_cached;
+      f.route_reason = t.route.reason;
+    }
   }
   if (r.phases) {
     // The time breakdown: queue, region preparation, prompt, decode steps in the engine (of which waiting

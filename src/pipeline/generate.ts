@@ -361,6 +361,7 @@ export function timingsOf(s: DecodeStats): Timings {
     cache_n: s.cachedTokens,
     draft_n: s.draftTokens,
     draft_n_accepted: s.draftAccepted,
+    ...(s.route ? {route: {replica: s.route.replica, expected_cached: s.route.expectedCached, reason: s.route.reason}} : {}),
   };
 }
 

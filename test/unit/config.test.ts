@@ -35,6 +35,8 @@ describe("defaults", () => {
       parallel: 4,
       ctxSize: undefined,
       decodeThreads: "auto",
+      engine: undefined,
+      routing: "prefix",
       engineBuild: "prebuilt",
       threads: undefined,
       promptPiece: 64,
@@ -93,7 +95,7 @@ describe("defaults", () => {
       assert.deepEqual(c[key], defaults[key], `${s.name}: shown ${s.shown}`);
       checked++;
     }
-    assert.equal(checked, 35);
+    assert.equal(checked, 36);
   });
 
   test("settings shown as unset or computed default to undefined", () => {
@@ -202,6 +204,20 @@ describe("oneOf and text", () => {
     assert.equal(loadConfig({SVC_FORK_MAP: "coding-agent"}).forkMap, "coding-agent");
     assert.deepEqual(problemsOf({SVC_LOG_LEVEL: "verbose"}), ['SVC_LOG_LEVEL="verbose": must be one of debug, info, warn, error, silent']);
     assert.deepEqual(problemsOf({SVC_FORK_MAP: "chat"}), ['SVC_FORK_MAP="chat": must be coding-agent']);
+  });
+  test("SVC_ENGINE: distinct http(s) URLs, trailing slashes dropped, a path kept; SVC_ROUTING; SVC_FORK refused beside it", () => {
+    assert.deepEqual(loadConfig({SVC_ENGINE: "http://10.0.0.5:8080/, https://replica.example/llama/"}).engine,
+      ["http://10.0.0.5:8080", "https://replica.example/llama"]);
+    assert.deepEqual(loadConfig({SVC_ENGINE: "http://a:1"}).engine, ["http://a:1"]);
+    const rule = "must be a comma-separated list of distinct http:// or https:// engine server URLs (e.g. http://10.0.0.5:8080,http://10.0.0.6:8080)";
+    for (const bad of ["ftp://a:1", "a:1,b:2", "http://a:1,", "http://a:1,http://a:1/", "http://a:1/?x=1", "http://a:1#frag", "not a url"]) {
+      assert.deepEqual(problemsOf({SVC_ENGINE: bad}), [`SVC_ENGINE=${JSON.stringify(bad)}: ${rule}`], bad);
+    }
+    assert.equal(loadConfig({SVC_ROUTING: "round-robin"}).routing, "round-robin");
+    assert.deepEqual(problemsOf({SVC_ROUTING: "random"}), ['SVC_ROUTING="random": must be prefix or round-robin']);
+    const [forkLine] = problemsOf({SVC_ENGINE: "http://a:1", SVC_FORK: "1"});
+    assert.match(forkLine!, /^SVC_FORK=1 needs the in-process engine/);
+    assert.equal(loadConfig({SVC_ENGINE: "http://a:1", SVC_FORK: "0"}).fork, false);
   });
   test("text: nonEmpty refuses blanks, noSpace refuses whitespace anywhere", () => {
     const p = text({nonEmpty: true, noSpace: true});

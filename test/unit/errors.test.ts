@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import {describe, test} from "node:test";
 import {ApiError, invalidField, invalidRequest, isApiError, type ErrorKind} from "../../src/core/errors.ts";
 import {openAiErrorBody, toApiError} from "../../src/api/error-body.ts";
+import {EngineUnavailableError} from "../../src/engine/errors.ts";
 import {isOpenRoute, makeKeyCheck, presentedKeys} from "../../src/api/auth.ts";
 
 describe("ApiError kinds", () => {
@@ -17,6 +18,7 @@ describe("ApiError kinds", () => {
     ["client_closed", 499, "client_closed_request", "client_closed"],
     ["server_error", 500, "server_error", null],
     ["engine_busy", 503, "server_error", "engine_busy"],
+    ["engine_unavailable", 502, "server_error", "engine_unavailable"],
   ];
   for (const [kind, status, type, code] of table) {
     test(`${kind}: ${status} ${type} ${code}`, () => {
@@ -82,6 +84,10 @@ describe("toApiError", () => {
     assert.deepEqual([e.status, e.kind, e.message], [400, "invalid_request", "Unexpected token } in JSON at position 9"]);
   });
 
+  test("a remote replica lost mid-reply is a 502 engine_unavailable with the engine's message", () => {
+    const e = toApiError(new EngineUnavailableError("the engine replica stopped answering"));
+    assert.deepEqual([e.status, e.code, e.message], [502, "engine_unavailable", "the engine replica stopped answering"]);
+  });
   test("a plain Error is a 500 naming it", () => {
     const e = toApiError(new Error("disk on fire"));
     assert.deepEqual([e.status, e.kind, e.type, e.message], [500, "server_error", "server_error", "internal error: disk on fire"]);

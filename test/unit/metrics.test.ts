@@ -35,7 +35,11 @@ const SPEC_NAMES = [
 const OUR_NAMES = ["svc:cache_misses_by_reason_total", "svc:cache_disk_rejected_total", "svc:phase_queue_seconds_total",
   "svc:phase_prepare_seconds_total", "svc:phase_batch_wait_seconds_total", "svc:phase_decode_engine_seconds_total",
   "svc:phase_decode_outside_seconds_total", "svc:seals_total", "svc:seal_seconds_total",
-  "svc:prefix_waits_total", "svc:prefix_wait_seconds_total", "svc:transcriptions_total", "svc:transcribed_audio_seconds_total"];
+  "svc:prefix_waits_total", "svc:prefix_wait_seconds_total", "svc:transcriptions_total", "svc:transcribed_audio_seconds_total",
+  "svc:replica_up", "svc:replica_busy_slots", "svc:replica_slots", "svc:replica_requests_total", "svc:replica_cache_hits_total",
+  "svc:replica_prompt_tokens_total", "svc:replica_cached_tokens_total"];
+
+const ROUTED = {prefix: 0, overloaded: 0, least_loaded: 0, round_robin: 0, waited: 0, failover: 0};
 
 function timings(over: Partial<Timings>): Timings {
   return {prompt_n: 0, prompt_ms: 0, prompt_per_second: 0, predicted_n: 0, predicted_ms: 0, predicted_per_second: 0,
@@ -52,6 +56,12 @@ function report(): CacheReport {
     disk: {enabled: true, dir: "/tmp/x", bytes: 777000, budget_bytes: 1_000_000_000, entries: 4, hits: 13, writes: 20, rejected: 17,
       cut_back: 19, disabled_reason: null},
     taken_at: Date.now() - 2000,
+    replicas: [
+      {url: "http://a:1", up: true, slots: 2, busy_slots: 1, requests: 9, hits: 7, hit_rate: 0.778, prompt_tokens: 900, cached_tokens: 600,
+        expected_cached_tokens: 620, token_hit_rate: 0.667, prefix_tokens: 1000, routed: {...ROUTED, prefix: 7, least_loaded: 2}},
+      {url: "http://b:2", up: false, slots: 4, busy_slots: 0, requests: 3, hits: 0, hit_rate: 0, prompt_tokens: 120, cached_tokens: 0,
+        expected_cached_tokens: 0, token_hit_rate: 0, prefix_tokens: 0, routed: {...ROUTED, least_loaded: 3}},
+    ],
   };
 }
 
@@ -154,6 +164,20 @@ describe("metrics", () => {
     assert.ok(busy >= 5 && busy < 6, `busy_for_seconds ${busy}`);
     const age = value(samples, "svc:cache_stats_age_seconds");
     assert.ok(age >= 2 && age < 3, `cache_stats_age_seconds ${age}`);
+  });
+
+  test("per-replica series carry the replica's URL; none without remote replicas", async () => {
+    const {samples} = parse(await createMetrics(sources()).render());
+    const of = (name: string) => Object.fromEntries((samples.get(name) ?? []).map((x) => [x.labels.replica, x.value]));
+    assert.deepEqual(of("svc:replica_up"), {"http://a:1": 1, "http://b:2": 0});
+    assert.deepEqual(of("svc:replica_busy_slots"), {"http://a:1": 1, "http://b:2": 0});
+    assert.deepEqual(of("svc:replica_slots"), {"http://a:1": 2, "http://b:2": 4});
+    assert.deepEqual(of("svc:replica_requests_total"), {"http://a:1": 9, "http://b:2": 3});
+    assert.deepEqual(of("svc:replica_cache_hits_total"), {"http://a:1": 7, "http://b:2": 0});
+    assert.deepEqual(of("svc:replica_prompt_tokens_total"), {"http://a:1": 900, "http://b:2": 120});
+    assert.deepEqual(of("svc:replica_cached_tokens_total"), {"http://a:1": 600, "http://b:2": 0});
+    const local = parse(await createMetrics({...sources(), cache: () => ({...report(), replicas: undefined})}).render());
+    assert.equal(local.samples.get("svc:replica_up"), undefined);
   });
 
   test("reserved tokens come from reservedTokens() when given", async () => {

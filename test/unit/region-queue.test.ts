@@ -200,3 +200,20 @@ describe("RegionQueue", () => {
     assert.equal(w.value, 1);
   });
 });
+
+describe("take (a remote replica's slots parked while it is down)", () => {
+  test("marks a free region busy without a request; a busy one is refused; release hands it on as usual", async () => {
+    const q = new RegionQueue(2);
+    assert.equal(q.take(0), true);
+    assert.equal(q.isBusy(0), true);
+    assert.equal(q.take(0), false, "already busy");
+    assert.equal(q.take(5), false, "no such region");
+    assert.equal(await q.acquire({signal: never(), timeoutMs: LONG}), 1);
+    const waiting = track(q.acquire({signal: never(), timeoutMs: LONG}));
+    await settle();
+    assert.equal(waiting.value, undefined);
+    q.release(0);
+    await settle();
+    assert.equal(waiting.value, 0, "the parked region went to the waiter when given back");
+  });
+});

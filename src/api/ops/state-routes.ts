@@ -59,6 +59,7 @@ export function registerStateRoutes(app: FastifyInstance, deps: ServerDeps): voi
         speculation: {mode: engine.info.speculation.mode, active: engine.info.speculation.active,
           step_cost: engine.info.speculation.stepCost === null ? null : Number(engine.info.speculation.stepCost.toFixed(3)),
           reason: engine.info.speculation.reason},
+        ...(engine.info.remote ? {remote: {...engine.info.remote, replicas: st.replicas ?? []}} : {}),
       },
       context: contextHealth(engine.info),
       supported_fields: SUPPORTED_FIELDS,
@@ -72,7 +73,9 @@ export function registerStateRoutes(app: FastifyInstance, deps: ServerDeps): voi
         resume_points: engine.info.reuseMatch.match === "rows"
           ? "anywhere in a shared prefix (a tiled prompt run re-evaluates at least 64 rows); a reply is reusable as decoded, so the next turn resumes after it at once"
           : "pieces end at multiples of prompt_piece and where each message's text starts and ends (the end of the system message included); replies are re-evaluated in pieces once the engine is idle, so the next turn resumes after them",
-        greedy_output: "byte-identical with or without the cache, alone or batched",
+        greedy_output: engine.info.remote
+          ? "not promised byte-identical across replicas: each replica batches and caches on its own (see engine.remote.limits)"
+          : "byte-identical with or without the cache, alone or batched",
         disk_tier: config.cacheDir ? {dir: config.cacheDir, budget_mb: config.cacheDiskMb} : null,
         sessions: config.fork ? {max_handles: config.forkHandles, ttl_s: config.forkTtl, persistent: config.cacheDir !== undefined} : null,
       },

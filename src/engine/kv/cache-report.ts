@@ -99,4 +99,25 @@ export interface CacheReport {
   taken_at: number;
   /** Seconds since the engine last updated the numbers, when a long cold prefill is running. */
   stale_s?: number;
+  /** Per remote replica: occupancy and what its prompt cache served (remote engine only). */
+  replicas?: ReplicaCacheReport[];
+}
+
+export interface ReplicaCacheReport {
+  url: string;
+  up: boolean;
+  slots: number;
+  busy_slots: number;
+  requests: number;
+  /** Requests the replica served at least one prompt token of from its cache. */
+  hits: number;
+  hit_rate: number;
+  prompt_tokens: number;
+  /** Prompt tokens the replica reported cached, and what the routing expected it to hold. */
+  cached_tokens: number;
+  expected_cached_tokens: number;
+  token_hit_rate: number;
+  /** Token ids in the front end's prefix record of this replica. */
+  prefix_tokens: number;
+  routed: Record<"prefix" | "overloaded" | "least_loaded" | "round_robin" | "waited" | "failover", number>;
 }

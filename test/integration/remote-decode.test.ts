@@ -1,0 +1,177 @@
+// remoteDecode against a scripted llama-server (/completion streaming over real HTTP): held-back UTF-8 tokens
+// recovered, a grammar hand-over continued as a new request that regenerates the accepted bytes, a divergent
+// continuation refused, failover before the first token, a stop token, and a replica that dies mid-stream.
+
+import assert from "node:assert/strict";
+import {createServer, type Server} from "node:http";
+import {after, before, describe, test} from "node:test";
+import type {DecodeItem, DecodeJob, DecodeStats, GrammarRef} from "../../src/engine/engine.ts";
+import {EngineUnavailableError} from "../../src/engine/errors.ts";
+import type {ReplicaUnreachableError} from "../../src/engine/remote/llama-server-api.ts";
+import {remoteDecode, type RemoteDecodeDeps} from "../../src/engine/remote/remote-decode.ts";
+import {TokenByteIndex} from "../../src/engine/remote/token-gaps.ts";
+
+// Toy vocabulary: ids 0..255 are bytes, 256 = "{\"" (a brace and a quote in one token), 300 = end of generation.
+const enc = new TextEncoder();
+const table: Uint8Array[] = [];
+for (let b = 0; b < 256; b++) table.push(Uint8Array.of(b));
+table[256] = enc.encode("{\"");
+const EOG = 300;
+const bytesOf = (t: number) => (t === EOG ? new Uint8Array(0) : table[t] ?? new Uint8Array(0));
+const ids = (text: string) => [...enc.encode(text)];
+
+type Chunk = {content: string; tokens: number[]; tokens_predicted: number; stop?: boolean; stop_type?: string};
+/** What the scripted replica answers to each /completion request, in order; "die" cuts the connection after the chunks. */
+let script: {chunks: Chunk[]; die?: boolean}[] = [];
+const requests: {prompt: number[]; grammar?: string; n_predict: number}[] = [];
+let server: Server;
+let url = "";
+
+before(async () => {
+  server = createServer((req, res) => {
+    let body = "";
+    req.on("data", (d) => (body += d));
+    req.on("end", () => {
+      requests.push(JSON.parse(body));
+      const step = script.shift() ?? {chunks: []};
+      res.writeHead(200, {"content-type": "text/event-stream"});
+      for (const c of step.chunks) res.write(`data: ${JSON.stringify({stop: false, ...c})}\n\n`);
+      if (step.die) {
+        // After the chunks reach the client: a replica killed mid-reply.
+        setTimeout(() => res.socket?.destroy(), 100);
+        return;
+      }
+      res.end(`data: ${JSON.stringify({content: "", tokens: [], stop: true, stop_type: "eos"})}\n\n`);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+  url = `http://127.0.0.1:${(server.address() as {port: number}).port}`;
+});
+after(() => new Promise<void>((r) => server.close(() => r())));
+
+/** One chunk per token id, with the text llama-server would send (held-back tokens: see tokens_predicted). */
+function chunksOf(tokens: number[], start = 0): Chunk[] {
+  return tokens.map((t, i) => ({content: new TextDecoder().decode(bytesOf(t)), tokens: [t], tokens_predicted: start + i + 1}));
+}
+
+function deps(over: Partial<RemoteDecodeDeps> = {}): RemoteDecodeDeps & {lostCalls: number; heldLog: number[][]} {
+  const out = {
+    bytes: new TokenByteIndex(table.length, bytesOf, (t) => t === EOG),
+    tokenBytes: bytesOf,
+    isSpecial: (t: number) => t === EOG,
+    target: () => ({url, slot: 0}),
+    failover: async (err: ReplicaUnreachableError) => {
+      throw err;
+    },
+    lost: () => {
+      out.lostCalls++;
+    },
+    held: (tokens: readonly number[]) => {
+      out.heldLog.push([...tokens]);
+    },
+    lostCalls: 0,
+    heldLog: [] as number[][],
+    ...over,
+  };
+  return out;
+}
+
+function job(over: Partial<DecodeJob> = {}): DecodeJob {
+  return {prompt: [1, 2, 3], plan: {cuts: [3], match: "pieces"}, maxTokens: 50, stopTokenIds: new Set([EOG]), signal: new AbortController().signal,
+    sampling: {temperature: 0, topK: 40, topP: 1, minP: 0, seed: 1, presencePenalty: 0, frequencyPenalty: 0, repeatPenalty: 1, repeatLastN: 64}, ...over};
+}
+
+const stats = (): DecodeStats => ({promptTokens: 0, cachedTokens: 0, promptMs: 0, predictedMs: 0, predictedTokens: 0, draftTokens: 0, draftAccepted: 0});
+
+async function collect(run: AsyncGenerator<DecodeItem, unknown, void>): Promise<{tokens: number[]; end: unknown}> {
+  const tokens: number[] = [];
+  for (;;) {
+    const r = await run.next();
+    if (r.done) return {tokens, end: r.value};
+    if (r.value.kind === "token") tokens.push(r.value.token);
+  }
+}
+
+describe("remoteDecode", () => {
+  test("tokens held back inside a UTF-8 character are recovered from the next chunk's text", async () => {
+    requests.length = 0;
+    const rocket = ids("🚀"); // four byte tokens; llama-server streams only the last, with all four bytes as its text
+    script = [{chunks: [...chunksOf(ids("hi ")), {content: "🚀", tokens: [rocket[3]!], tokens_predicted: 7}, ...chunksOf([EOG], 7)]}];
+    const {tokens, end} = await collect(remoteDecode(job(), deps(), stats()));
+    assert.deepEqual(tokens, [...ids("hi "), ...rocket]);
+    assert.deepEqual(end, {reason: "stop_token", token: EOG});
+    assert.deepEqual(requests[0]!.prompt, [1, 2, 3]);
+  });
+
+  test("a grammar bound with accepted tokens continues as a new request that regenerates them, checked byte for byte", async () => {
+    requests.length = 0;
+    const grammar: GrammarRef = {gbnf: "root ::= \"{\" [a-z\"]* \"}\"", key: "g"};
+    // First request: free text "x{"; the steering binds the grammar at "{" with the brace accepted.
+    // Second request (prompt + "x"): the replica writes "{\"" as one token; its quote is the reply's next token.
+    script = [{chunks: chunksOf(ids("x{y"))}, {chunks: [...chunksOf([256, ...ids("a\"}")]), ...chunksOf([EOG], 4)]}];
+    const steering = {onToken: (t: number) => (t === 123 ? {bind: {grammar, accept: [123]}} : null)};
+    const {tokens, end} = await collect(remoteDecode(job({steering}), deps(), stats()));
+    assert.equal(new TextDecoder().decode(Uint8Array.from(tokens)), "x{\"a\"}");
+    assert.deepEqual(end, {reason: "stop_token", token: EOG});
+    assert.equal(requests.length, 2);
+    assert.deepEqual(requests[1]!.prompt, [1, 2, 3, ...ids("x")], "the continuation starts before the accepted brace");
+    assert.equal(requests[1]!.grammar, grammar.gbnf);
+    assert.equal(requests[1]!.n_predict, 49);
+  });
+
+  test("a continuation that does not rewrite the accepted bytes is refused, not joined", async () => {
+    const grammar: GrammarRef = {gbnf: "root ::= \"[\"", key: "h"};
+    script = [{chunks: chunksOf(ids("{"))}, {chunks: chunksOf(ids("[1]"))}];
+    const steering = {onToken: (t: number) => (t === 123 ? {bind: {grammar, accept: [123]}} : null)};
+    await assert.rejects(collect(remoteDecode(job({steering}), deps(), stats())),
+      (err: Error) => err instanceof EngineUnavailableError && /could not be joined/.test(err.message));
+  });
+
+  test("a replacement token ends the request; the next one starts after the replacement", async () => {
+    requests.length = 0;
+    script = [{chunks: chunksOf(ids("ab"))}, {chunks: [...chunksOf(ids("c")), ...chunksOf([EOG], 1)]}];
+    const steering = {onToken: (t: number) => (t === 97 ? {replaceWith: ids("A")} : null)};
+    const {tokens} = await collect(remoteDecode(job({steering}), deps(), stats()));
+    assert.deepEqual(tokens, ids("Ac"));
+    assert.deepEqual(requests[1]!.prompt, [1, 2, 3, ...ids("A")]);
+  });
+
+  test("a stop token that is not end-of-generation ends the reply there", async () => {
+    script = [{chunks: chunksOf(ids("ab;cd"))}];
+    const {tokens, end} = await collect(remoteDecode(job({stopTokenIds: new Set([EOG, 59])}), deps(), stats()));
+    assert.deepEqual(tokens, ids("ab"));
+    assert.deepEqual(end, {reason: "stop_token", token: 59});
+  });
+
+  test("an unreachable replica before the first token fails over; the request continues on the next target", async () => {
+    requests.length = 0;
+    let target = {url: "http://127.0.0.1:1", slot: 0};
+    let failovers = 0;
+    script = [{chunks: [...chunksOf(ids("ok")), ...chunksOf([EOG], 2)]}];
+    const d = deps({target: () => target, failover: async () => {
+      failovers++;
+      target = {url, slot: 1};
+    }});
+    const {tokens} = await collect(remoteDecode(job(), d, stats()));
+    assert.deepEqual(tokens, ids("ok"));
+    assert.equal(failovers, 1);
+    assert.equal(requests.length, 1);
+  });
+
+  test("a replica that dies mid-stream ends the reply with engine_unavailable and is reported lost", async () => {
+    script = [{chunks: chunksOf(ids("par")), die: true}];
+    const d = deps();
+    const seen: number[] = [];
+    const run = remoteDecode(job(), d, stats());
+    await assert.rejects((async () => {
+      for (;;) {
+        const r = await run.next();
+        if (r.done) return;
+        if (r.value.kind === "token") seen.push(r.value.token);
+      }
+    })(), (err: Error) => err instanceof EngineUnavailableError && /stopped answering/.test(err.message));
+    assert.deepEqual(seen, ids("par"));
+    assert.equal(d.lostCalls, 1);
+    assert.deepEqual(d.heldLog.at(-1), [1, 2, 3, ...ids("par")]);
+  });
+});
