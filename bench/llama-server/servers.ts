@@ -68,7 +68,8 @@ export function startSvc(shape: Shape, port: number, env: Record<string, string>
     SVC_LOG_LEVEL: "info", SVC_PROGRESS: "lines", ...env}, port);
 }
 
-export function startLlamaServer(binary: string, shape: Shape, port: number): Promise<Server> {
+/** `extra`: more llama-server options (the remote-engine tests give one replica another chat template). */
+export function startLlamaServer(binary: string, shape: Shape, port: number, extra: string[] = []): Promise<Server> {
   return launch("llama-server", binary, ["-m", shape.gguf, "--jinja", "-np", String(shape.regions), "-c", String(shape.ctxPerRegion * shape.regions),
-    "-t", String(shape.threads), "-fa", "on", "--host", "127.0.0.1", "--port", String(port), "--no-webui"], {...process.env}, port);
+    "-t", String(shape.threads), "-fa", "on", "--host", "127.0.0.1", "--port", String(port), "--no-webui", ...extra], {...process.env}, port);
 }

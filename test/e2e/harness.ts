@@ -8,6 +8,7 @@ import {request} from "node:http";
 import {join} from "node:path";
 import {fileURLToPath} from "node:url";
 import OpenAI from "openai";
+import {startReplicas} from "./llama-replicas.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 
@@ -31,11 +32,30 @@ function serverEnv(env: Record<string, string>): NodeJS.ProcessEnv {
 
 const LISTENING = /listening on http:\/\/[^:]+:(\d+)/;
 
+let replicaUrls: Promise<string> | null = null;
+
+/**
+ * TEST_REPLICAS=N runs every server this harness starts on N llama-server replicas (SVC_ENGINE), started once
+ * per test file: the dialect suites against the remote engine (`npm run test:remote`).
+ */
+async function remoteEnv(): Promise<Record<string, string>> {
+  const n = Number(process.env.TEST_REPLICAS ?? 0);
+  if (!n) return {};
+  replicaUrls ??= startReplicas(n).then((servers) => {
+    process.once("exit", () => {
+      for (const s of servers) s.child.kill("SIGKILL");
+    });
+    return servers.map((s) => s.url).join(",");
+  });
+  return {SVC_ENGINE: await replicaUrls};
+}
+
 /** A server of this file's own, stopped by `stop()`; for tests that need a fresh server's state or settings of their own. */
 export async function startServer(env: Record<string, string> = {}, timeoutMs = 180_000): Promise<RunningServer> {
+  const remote = await remoteEnv();
   const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
     cwd: ROOT,
-    env: serverEnv(env),
+    env: serverEnv({...remote, ...env}),
     stdio: ["ignore", "pipe", "pipe"],
   });
   const logs: string[] = [];
@@ -206,7 +226,7 @@ function pooledView(entry: PoolEntry, fromByte: number): RunningServer {
  */
 export async function sharedServer(env: Record<string, string> = {}, timeoutMs = 180_000): Promise<RunningServer> {
   const dir = process.env.TEST_SERVER_POOL;
-  if (!dir) return startServer(env, timeoutMs);
+  if (!dir || process.env.TEST_REPLICAS) return startServer(env, timeoutMs);
   const key = createHash("sha256").update(JSON.stringify(Object.entries(env).sort(([a], [b]) => a.localeCompare(b)))).digest("hex").slice(0, 16);
   let entries = poolEntries(dir);
   let entry = entries.find((e) => e.key === key);

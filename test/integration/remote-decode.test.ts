@@ -3,13 +3,13 @@
 // continuation refused, failover before the first token, a stop token, and a replica that dies mid-stream.
 
 import assert from "node:assert/strict";
-import {createServer, type Server} from "node:http";
 import {after, before, describe, test} from "node:test";
 import type {DecodeItem, DecodeJob, DecodeStats, GrammarRef} from "../../src/engine/engine.ts";
 import {EngineUnavailableError} from "../../src/engine/errors.ts";
 import type {ReplicaUnreachableError} from "../../src/engine/remote/llama-server-api.ts";
 import {remoteDecode, type RemoteDecodeDeps} from "../../src/engine/remote/remote-decode.ts";
 import {TokenByteIndex} from "../../src/engine/remote/token-gaps.ts";
+import {scriptedServer, type ScriptedServer} from "./scripted-http.ts";
 
 // Toy vocabulary: ids 0..255 are bytes, 256 = "{\"" (a brace and a quote in one token), 300 = end of generation.
 const enc = new TextEncoder();
@@ -24,30 +24,25 @@ type Chunk = {content: string; tokens: number[]; tokens_predicted: number; stop?
 /** What the scripted replica answers to each /completion request, in order; "die" cuts the connection after the chunks. */
 let script: {chunks: Chunk[]; die?: boolean}[] = [];
 const requests: {prompt: number[]; grammar?: string; n_predict: number}[] = [];
-let server: Server;
+let server: ScriptedServer;
 let url = "";
 
 before(async () => {
-  server = createServer((req, res) => {
-    let body = "";
-    req.on("data", (d) => (body += d));
-    req.on("end", () => {
-      requests.push(JSON.parse(body));
-      const step = script.shift() ?? {chunks: []};
-      res.writeHead(200, {"content-type": "text/event-stream"});
-      for (const c of step.chunks) res.write(`data: ${JSON.stringify({stop: false, ...c})}\n\n`);
-      if (step.die) {
-        // After the chunks reach the client: a replica killed mid-reply.
-        setTimeout(() => res.socket?.destroy(), 100);
-        return;
-      }
-      res.end(`data: ${JSON.stringify({content: "", tokens: [], stop: true, stop_type: "eos"})}\n\n`);
-    });
+  server = await scriptedServer((_path, body, res) => {
+    requests.push(JSON.parse(body));
+    const step = script.shift() ?? {chunks: []};
+    res.writeHead(200, {"content-type": "text/event-stream"});
+    for (const c of step.chunks) res.write(`data: ${JSON.stringify({stop: false, ...c})}\n\n`);
+    if (step.die) {
+      // After the chunks reach the client: a replica killed mid-reply.
+      setTimeout(() => res.socket?.destroy(), 100);
+      return;
+    }
+    res.end(`data: ${JSON.stringify({content: "", tokens: [], stop: true, stop_type: "eos"})}\n\n`);
   });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
-  url = `http://127.0.0.1:${(server.address() as {port: number}).port}`;
+  url = server.url;
 });
-after(() => new Promise<void>((r) => server.close(() => r())));
+after(() => server.close());
 
 /** One chunk per token id, with the text llama-server would send (held-back tokens: see tokens_predicted). */
 function chunksOf(tokens: number[], start = 0): Chunk[] {

@@ -5,18 +5,7 @@
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
 import {PrefixTree} from "../../src/engine/remote/prefix-tree.ts";
-
-/** mulberry32: a seeded PRNG, so a failing random run can be replayed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import {seededRandom} from "../../src/engine/logit-sampler.ts";
 
 function commonPrefix(a: readonly number[], b: readonly number[]): number {
   let k = 0;
@@ -143,7 +132,7 @@ describe("eviction", () => {
   });
 
   test("the bound holds after every insert, and the sequence just inserted is always held in full", () => {
-    const random = prng(7);
+    const random = seededRandom(7);
     for (const bound of [1, 5, 17, 64]) {
       const tree = new PrefixTree(bound);
       const everInserted: number[][] = [];
@@ -182,7 +171,7 @@ test("clear() removes everything, and the tree is usable afterwards", () => {
 
 test("randomized against a brute-force list of stored sequences (no eviction)", () => {
   for (const seed of [1, 2, 3]) {
-    const random = prng(seed);
+    const random = seededRandom(seed);
     const tree = new PrefixTree(1_000_000);
     const stored: number[][] = [];
     const randomSeq = () => Array.from({length: Math.floor(random() * 12)}, () => Math.floor(random() * 3));

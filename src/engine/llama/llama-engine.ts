@@ -9,7 +9,7 @@ import type {DecodeJob, DecodeRun, DecodeStats, Engine, EngineInfo, EnginePhases
 import type {CacheReport, DiskReport} from "../kv/cache-report.ts";
 import type {DiskStore} from "../kv/disk-store.ts";
 import {exactLength} from "../kv/region-memory.ts";
-import {contextPositions, ropeScalingOf, type ContextAsk} from "../context-plan.ts";
+import {contextPositions, type ContextAsk} from "../context-plan.ts";
 import {EngineCancelledError} from "../errors.ts";
 import {RegionQueue} from "../region-queue.ts";
 import {chooseBatch, newBatchPolicyState, type BatchPolicyState} from "./batch-strategy.ts";
@@ -18,6 +18,7 @@ import {llamaBuildOptions, type EngineBuild} from "./engine-build.ts";
 import {keepBuilds, restoreBuilds} from "./engine-build-store.ts";
 import {loneSteps, measureDecodeThreads, STEP_TOKENS, threadsForBatch} from "./decode-threads.ts";
 import {reuseMatchAtLoad, speculationAtLoad, STEP_COST_TEXT} from "./load-measures.ts";
+import {modelFacts} from "./model-facts.ts";
 import type {CutPlan} from "../kv/region-memory.ts";
 import {TILED_ROWS, type Span} from "../kv/row-classes.ts";
 import {classifyTokens, GrammarConstraint, GrammarStore, type TokenClasses} from "./grammar-constraint.ts";
@@ -114,12 +115,9 @@ export class LlamaEngine implements Engine {
     const release = llama.llamaCppRelease;
     this.info = {
       version: `node-llama-cpp ${PINNED_NODE_LLAMA_CPP} (llama.cpp ${release.release}, ${llama.buildType === "localBuild" ? "built from source" : "prebuilt"})`,
-      architecture: String(meta.general.architecture),
-      modelName: typeof meta.general.name === "string" && meta.general.name !== "" ? meta.general.name : null,
+      ...modelFacts(model, this.vocabTexts.length, this.eog),
       modelPath: opts.modelPath,
       contextSize: context.contextSize,
-      trainContextSize: model.trainContextSize,
-      ropeScaling: ropeScalingOf((meta as Record<string, unknown>)[String(meta.general.architecture)], model.trainContextSize),
       regions: sequences.length,
       promptPiece: opts.promptPiece,
       threads: threads.prompt,
@@ -127,14 +125,6 @@ export class LlamaEngine implements Engine {
       flashAttention: opts.flashAttention,
       speculation,
       reuseMatch,
-      vocabSize: this.vocabTexts.length,
-      bosToken: model.tokens.bos,
-      eosToken: model.tokens.eos,
-      prependBos: model.tokens.shouldPrependBosToken,
-      eogTokenIds: [...this.eog].sort((a, b) => a - b),
-      bosText: model.tokens.bosString ?? "",
-      eosText: model.tokens.eosString ?? "",
-      chatTemplate: (meta.tokenizer as {chat_template?: string}).chat_template ?? null,
     };
     this.pool = new RegionPool(sequences, this.queue, {piece: opts.promptPiece, match: reuseMatch.match, cacheOn: opts.promptCache, positionsPerRegion: context.contextSize,
       bytesPerPosition: Math.round(context.stateSize / Math.max(1, sequences.length * context.contextSize)), disk: this.disk, logger: opts.logger});

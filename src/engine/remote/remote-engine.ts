@@ -4,12 +4,12 @@
 // (local-vocabulary.ts); the pipeline, templates and grammars above are unchanged.
 
 import type {Logger} from "../../observability/log.ts";
-import {ropeScalingOf} from "../context-plan.ts";
 import type {DecodeJob, DecodeRun, DecodeStats, Engine, EngineInfo, EngineStatus, GrammarRef, RegionLease, ReleaseOptions, RouteDecision, StartInfo} from "../engine.ts";
 import {EngineBusyError} from "../errors.ts";
 import type {CacheReport, ReplicaCacheReport} from "../kv/cache-report.ts";
 import type {CutPlan} from "../kv/region-memory.ts";
 import {GrammarStore} from "../llama/grammar-constraint.ts";
+import {modelFacts} from "../llama/model-facts.ts";
 import {RegionQueue} from "../region-queue.ts";
 import {replicaApi, type ReplicaUnreachableError} from "./llama-server-api.ts";
 import {LocalVocabulary} from "./local-vocabulary.ts";
@@ -76,16 +76,11 @@ export class RemoteEngine implements Engine {
     this.queue = new RegionQueue(this.slots.length);
     this.grammars = new GrammarStore(vocabulary.llama);
     this.bytes = new TokenByteIndex(vocabulary.size, (t) => vocabulary.tokenBytes(t), (t) => vocabulary.model.isSpecialToken(t as never));
-    const model = vocabulary.model;
-    const meta = model.fileInfo.metadata;
     this.info = {
       version: `llama-server replicas (${identities.map((i) => i.build ?? "unknown build").filter((b, i, all) => all.indexOf(b) === i).join(", ")})`,
-      architecture: String(meta.general.architecture),
-      modelName: typeof meta.general.name === "string" && meta.general.name !== "" ? meta.general.name : null,
+      ...modelFacts(vocabulary.model, vocabulary.size, vocabulary.eog),
       modelPath: opts.modelPath,
       contextSize: Math.min(...identities.map((i) => i.contextSize)),
-      trainContextSize: model.trainContextSize,
-      ropeScaling: ropeScalingOf((meta as Record<string, unknown>)[String(meta.general.architecture)], model.trainContextSize),
       regions: this.slots.length,
       promptPiece: opts.promptPiece,
       threads: 0,
@@ -93,14 +88,6 @@ export class RemoteEngine implements Engine {
       flashAttention: false,
       speculation: {mode: "off", active: false, stepCost: null, reason: "decoding runs on remote replicas"},
       reuseMatch: {match: "pieces", reason: "each replica keeps its own prompt cache (llama-server's); svc routes prompts to the replica that holds them"},
-      vocabSize: vocabulary.size,
-      bosToken: model.tokens.bos,
-      eosToken: model.tokens.eos,
-      prependBos: model.tokens.shouldPrependBosToken,
-      eogTokenIds: [...vocabulary.eog].sort((a, b) => a - b),
-      bosText: model.tokens.bosString ?? "",
-      eosText: model.tokens.eosString ?? "",
-      chatTemplate: (meta.tokenizer as {chat_template?: string}).chat_template ?? null,
       remote: {kind: "llama-server", routing: opts.routing, replicas: identities.map((i) => ({url: i.url, slots: i.slots, build: i.build})),
         limits: [
           "greedy output is not promised byte-identical across replicas or with the in-process engine (llama-server batches and caches on its own)",

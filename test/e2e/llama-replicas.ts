@@ -1,0 +1,41 @@
+// llama-server replicas for the remote-engine tests: the binary bench:vs-llama-server builds once from the
+// llama.cpp source node-llama-cpp bundles (kept in the cache directory), on the default GGUF.
+
+import {createServer} from "node:net";
+import {join} from "node:path";
+import {homedir} from "node:os";
+import {ensureLlamaServer} from "../../bench/llama-server/build.ts";
+import {startLlamaServer, type Server} from "../../bench/llama-server/servers.ts";
+import {DEFAULT_MAIN_MODEL_SPEC, resolveModel} from "../../src/models/resolve.ts";
+import {createLogger} from "../../src/observability/log.ts";
+
+export const REPLICA_SLOTS = 2;
+export const REPLICA_CTX = 2048;
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const port = (s.address() as {port: number}).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export async function defaultGguf(): Promise<string> {
+  const modelsDir = process.env.SVC_MODELS_DIR ?? join(homedir(), ".cache", "svc", "models");
+  const resolved = await resolveModel(DEFAULT_MAIN_MODEL_SPEC, {modelsDir, logger: createLogger("error"), progress: "lines"});
+  return resolved.path;
+}
+
+/** Starts `count` replicas (2 slots of 2,048 positions, one thread each: the machine has two cores). */
+export async function startReplicas(count: number, extraArgs: string[] = []): Promise<Server[]> {
+  const build = ensureLlamaServer({log: (line) => process.stderr.write(`llama-server build: ${line}\n`)});
+  const gguf = await defaultGguf();
+  const out: Server[] = [];
+  for (let i = 0; i < count; i++) {
+    out.push(await startLlamaServer(build.binary, {gguf, threads: 1, regions: REPLICA_SLOTS, ctxPerRegion: REPLICA_CTX}, await freePort(), extraArgs));
+  }
+  return out;
+}
