@@ -42,6 +42,11 @@ async function remoteEnv(): Promise<Record<string, string>> {
   const n = Number(process.env.TEST_REPLICAS ?? 0);
   if (!n) return {};
   replicaUrls ??= startReplicas(n).then((servers) => {
+    // Not holding the test file's process open: it exits when its tests are done, and takes the replicas with it.
+    for (const s of servers) {
+      s.child.unref();
+      for (const stream of [s.child.stdout, s.child.stderr]) (stream as unknown as {unref?: () => void} | null)?.unref?.();
+    }
     process.once("exit", () => {
       for (const s of servers) s.child.kill("SIGKILL");
     });
@@ -322,7 +327,9 @@ export async function readSse(res: Response): Promise<{raw: string; data: any[]}
   return {raw, data};
 }
 
-export const TIMING_FIELDS = ["prompt_n", "prompt_ms", "prompt_per_second", "predicted_n", "predicted_ms", "predicted_per_second", "cache_n", "draft_n", "draft_n_accepted"];
+/** A generation reply's `timings`: nine numbers, and the routing decision when the server runs on replicas (TEST_REPLICAS). */
+export const TIMING_FIELDS = ["prompt_n", "prompt_ms", "prompt_per_second", "predicted_n", "predicted_ms", "predicted_per_second", "cache_n", "draft_n", "draft_n_accepted",
+  ...(process.env.TEST_REPLICAS ? ["route"] : [])];
 
 /** POST without fetch's 300-second header timeout: a prompt of thousands of tokens on a busy 2-core machine can take longer. */
 export function longPost(url: string, body: unknown): Promise<{status: number; body: any; text: string}> {
