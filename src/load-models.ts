@@ -109,7 +109,7 @@ export async function loadModels(config: Config, logger: Logger): Promise<Loaded
   const templateFile = config.chatTemplate ? readTemplateFile(config.chatTemplate) : null;
   const resolved = await resolveModel(config.model, {modelsDir: config.modelsDir, logger, progress: config.progress});
   logger.info("model ready", {path: resolved.path, sha256: resolved.sha256 ?? "not hashed (local path)"});
-  if (config.engine) return loadRemote(config, config.engine, resolved, templateFile, sideEntries.length, logger);
+  if (config.engine) return loadRemote(config, config.engine, resolved, templateFile, logger);
   const contextAsk = mainContextAsk(config.ctxSize);
   const identity = await stateIdentity(resolved.path, resolved.sha256, contextAsk.positions, config.flashAttention, config.engineBuild);
   const disk = config.cacheDir && config.promptCache
@@ -146,8 +146,7 @@ export async function loadModels(config: Config, logger: Logger): Promise<Loaded
     engine,
     template,
     sessions,
-    pipeline: {queueTimeoutMs: config.queueTimeout * 1000, maxTokensDefault: config.maxTokensDefault, schemaEscape: config.schemaEscape,
-      maxToolCalls: config.maxToolCalls},
+    pipeline: pipelineOptions(config),
     logger,
   });
   const side = sideEntries.length === 0 ? null : await SideModels.load({
@@ -168,12 +167,11 @@ export async function loadModels(config: Config, logger: Logger): Promise<Loaded
 
 /**
  * SVC_ENGINE: the generation model runs on remote replicas; svc reads the same GGUF's vocabulary and template.
- * A replica that cannot serve stops the start (ConfigError: one line naming it). Side models need the
- * in-process engine's Llama for their weights and are not loaded beside replicas.
+ * A replica that cannot serve stops the start (ConfigError: one line naming it). Side models and sessions,
+ * which need the in-process engine, were refused with the settings (config.ts).
  */
 async function loadRemote(config: Config, urls: string[], resolved: Awaited<ReturnType<typeof resolveModel>>, templateFile: TemplateFile | null,
-  sideModels: number, logger: Logger): Promise<LoadedModels> {
-  if (sideModels > 0) throw new ConfigError(["SVC_NPU_MODELS needs the in-process engine: side models run beside it, not on remote replicas (unset SVC_ENGINE or SVC_NPU_MODELS)"]);
+  logger: Logger): Promise<LoadedModels> {
   let engine: RemoteEngine;
   try {
     engine = await RemoteEngine.load({urls, modelPath: resolved.path, routing: config.routing, promptPiece: config.promptPiece, logger});
@@ -187,9 +185,13 @@ async function loadRemote(config: Config, urls: string[], resolved: Awaited<Retu
     engine,
     template,
     sessions: null,
-    pipeline: {queueTimeoutMs: config.queueTimeout * 1000, maxTokensDefault: config.maxTokensDefault, schemaEscape: config.schemaEscape,
-      maxToolCalls: config.maxToolCalls},
+    pipeline: pipelineOptions(config),
     logger,
   });
   return {main, side: null};
+}
+
+function pipelineOptions(config: Config) {
+  return {queueTimeoutMs: config.queueTimeout * 1000, maxTokensDefault: config.maxTokensDefault, schemaEscape: config.schemaEscape,
+    maxToolCalls: config.maxToolCalls};
 }

@@ -42,6 +42,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     problems.push("SVC_FORK=1 needs the in-process engine: named sessions keep KV states in files, which remote replicas (SVC_ENGINE) do not " +
       "hand over (unset SVC_ENGINE or SVC_FORK)");
   }
+  if (out.engine !== undefined && out.npuModels !== undefined) {
+    problems.push("SVC_NPU_MODELS needs the in-process engine: side models run beside it, not on remote replicas (unset SVC_ENGINE or SVC_NPU_MODELS)");
+  }
   if (problems.length > 0) throw new ConfigError(problems);
   out.modelsDir = expandHome(out.modelsDir as string);
   if (typeof out.cacheDir === "string") out.cacheDir = expandHome(out.cacheDir);

@@ -171,8 +171,8 @@ export async function* remoteDecode(job: DecodeJob, deps: RemoteDecodeDeps, stat
         await deps.failover(err);
         continue;
       }
-      if (err instanceof ReplicaUnreachableError || err instanceof RemoteDivergedError) {
-        if (err instanceof RemoteDivergedError) throw new EngineUnavailableError(`the remote continuation could not be joined to the reply already sent (${err.message})`);
+      if (err instanceof RemoteDivergedError) throw new EngineUnavailableError(`the remote continuation could not be joined to the reply already sent (${err.message})`);
+      if (err instanceof ReplicaUnreachableError) {
         deps.lost(err);
         throw new EngineUnavailableError(`the engine replica stopped answering in the middle of the reply (${err.message}); the next request goes to another replica`);
       }

@@ -46,7 +46,7 @@ interface Replica {
 interface Slot {
   replica: number;
   index: number;
-  held: number[];
+  held: readonly number[];
   lastUsed: number;
 }
 
@@ -190,10 +190,10 @@ export class RemoteEngine implements Engine {
     return {url: this.replicas[slot.replica]!.id.url, slot: slot.index};
   }
 
-  /** What a slot holds after a remote request, for the slot choice and the replica's prefix record. */
+  /** What a slot holds after a remote request, for the slot choice and the replica's prefix record (the caller's array, not copied). */
   recordHeld(region: number, tokens: readonly number[]): void {
     const slot = this.slots[region]!;
-    slot.held = [...tokens];
+    slot.held = tokens;
     slot.lastUsed = ++this.useClock;
     const replica = this.replicas[slot.replica]!;
     if (replica.up) replica.tree.insert(tokens);
