@@ -24,7 +24,8 @@ const SENTENCES = [
 const LONG_PASSAGES = [
   SENTENCES.join(" "),
   "The morning train left the station a little after the sun came up over the hills. Most of the passengers were reading quietly or looking out at the fields.",
-  "A small boat drifted across the lake while two children fed the ducks near the shore. Later that evening the town held a concert in the park.",
+  "A small boat drifted across the lake while two children fed the ducks near the shore. Later that evening the town held a concert in the park. " +
+    "Everyone stayed on the grass until the very last song had ended and the lights went out.",
 ];
 /**
  * Measured on this model with espeak-ng's American English voice: 0.05 on every wideband layout (see the
@@ -170,7 +171,10 @@ describe("speech to text", {concurrency: 1}, () => {
   });
 
   test("a recording longer than one window is transcribed window by window, words intact", async () => {
-    // Three different passages (14 to 19 s each) with 4 s of silence between: ~50 s, cut in the two pauses.
+    // Three different passages (18.7, 12.0 and 17.6 s) with 4 s of silence between: 56.3 s, cut in the two pauses.
+    // The last passage is long enough that wherever in the first pause (18.7 to 22.7 s) the first cut falls, the
+    // second window (30 s from it) ends before the recording does: with a 10.8 s last passage (49.5 s in all), a
+    // cut late in that pause left two windows, and the count depended on where in pure silence the cut landed.
     const pause = join(dir, "pause.wav");
     execFileSync("sox", ["-n", "-r", "22050", "-b", "16", "-c", "1", pause, "trim", "0", "4"]);
     const parts = LONG_PASSAGES.map((text, i) => {
