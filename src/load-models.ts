@@ -13,7 +13,8 @@ import {nativeJinja} from "./engine/llama/internals.ts";
 import {LlamaEngine} from "./engine/llama/llama-engine.ts";
 import {RemoteEngine} from "./engine/remote/remote-engine.ts";
 import {ReplicaSetupError} from "./engine/remote/remote-identity.ts";
-import {stateIdentity} from "./engine/llama/state-identity.ts";
+import {modelIdentity, stateIdentity} from "./engine/llama/state-identity.ts";
+import type {StateIdentity} from "./engine/kv/state-files.ts";
 import {resolveModel} from "./models/resolve.ts";
 import type {Logger} from "./observability/log.ts";
 import {HandleRegistry} from "./sessions/handles.ts";
@@ -136,16 +137,11 @@ export async function loadModels(config: Config, logger: Logger): Promise<Loaded
   const beyond = beyondTrainingWarning(engine.info.contextSize, engine.info.trainContextSize, engine.info.ropeScaling);
   if (beyond) logger.warn(beyond);
   const template = loadChatTemplate({info: engine.info, native: nativeJinja(engine.llama), file: templateFile, logger});
-  if (config.forkMap && !config.fork) logger.warn("SVC_FORK_MAP has no effect without SVC_FORK=1 (sessions are off)");
-  const sessions = config.fork
-    ? await HandleRegistry.open({dir: config.cacheDir ? join(config.cacheDir, "handles") : null, maxHandles: config.forkHandles, ttlS: config.forkTtl,
-      identity, logger})
-    : null;
   const main = buildModelHandle({
     identity: {id: config.modelId, path: resolved.path, sha256: resolved.sha256, source: resolved.source},
     engine,
     template,
-    sessions,
+    sessions: await openSessions(config, identity, logger),
     pipeline: pipelineOptions(config),
     logger,
   });
@@ -167,8 +163,9 @@ export async function loadModels(config: Config, logger: Logger): Promise<Loaded
 
 /**
  * SVC_ENGINE: the generation model runs on remote replicas; svc reads the same GGUF's vocabulary and template.
- * A replica that cannot serve stops the start (ConfigError: one line naming it). Side models and sessions,
- * which need the in-process engine, were refused with the settings (config.ts).
+ * A replica that cannot serve stops the start (ConfigError: one line naming it). Side models, which need the
+ * in-process engine, were refused with the settings (config.ts). Named sessions keep, per handle, which replica
+ * holds the state (engine/remote/remote-sessions.ts); a restart with other replicas drops them.
  */
 async function loadRemote(config: Config, urls: string[], resolved: Awaited<ReturnType<typeof resolveModel>>, templateFile: TemplateFile | null,
   logger: Logger): Promise<LoadedModels> {
@@ -180,15 +177,23 @@ async function loadRemote(config: Config, urls: string[], resolved: Awaited<Retu
     throw err;
   }
   const template = loadChatTemplate({info: engine.info, native: nativeJinja(engine.vocabulary.llama), file: templateFile, logger});
+  const identity = {model: await modelIdentity(resolved.path, resolved.sha256), engine: "llama-server replica slots", replicas: urls.join(",")};
   const main = buildModelHandle({
     identity: {id: config.modelId, path: resolved.path, sha256: resolved.sha256, source: resolved.source},
     engine,
     template,
-    sessions: null,
+    sessions: await openSessions(config, identity, logger),
     pipeline: pipelineOptions(config),
     logger,
   });
   return {main, side: null};
+}
+
+async function openSessions(config: Config, identity: StateIdentity, logger: Logger): Promise<HandleRegistry | null> {
+  if (config.forkMap && !config.fork) logger.warn("SVC_FORK_MAP has no effect without SVC_FORK=1 (sessions are off)");
+  if (!config.fork) return null;
+  return HandleRegistry.open({dir: config.cacheDir ? join(config.cacheDir, "handles") : null, maxHandles: config.forkHandles, ttlS: config.forkTtl,
+    identity, logger});
 }
 
 function pipelineOptions(config: Config) {

@@ -38,10 +38,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     problems.push("SVC_SPECULATION=on needs SVC_FLASH_ATTENTION=1: with flash attention off, a draft row changes the numbers of the row before it, " +
       "so greedy output would no longer be exact (use SVC_SPECULATION=off or turn flash attention on)");
   }
-  if (out.engine !== undefined && out.fork === true) {
-    problems.push("SVC_FORK=1 needs the in-process engine: named sessions keep KV states in files, which remote replicas (SVC_ENGINE) do not " +
-      "hand over (unset SVC_ENGINE or SVC_FORK)");
-  }
   if (out.engine !== undefined && out.npuModels !== undefined) {
     problems.push("SVC_NPU_MODELS needs the in-process engine: side models run beside it, not on remote replicas (unset SVC_ENGINE or SVC_NPU_MODELS)");
   }

@@ -87,10 +87,13 @@ export interface RouteDecision {
   replica: string;
   /** Prompt tokens the replica was expected to hold (its prefix record); the replica's own count is cachedTokens. */
   expectedCached: number;
-  /** prefix: it held the longest prefix; overloaded: the one that did had no free slot; least_loaded: no replica held any;
-   * round_robin: SVC_ROUTING=round-robin; waited: no slot was free and this one freed first; failover: the first one died. */
-  reason: "prefix" | "overloaded" | "least_loaded" | "round_robin" | "waited" | "failover";
+  reason: RouteReason;
 }
+
+/** prefix: it held the longest prefix; overloaded: the one that did had no free slot; least_loaded: no replica held any;
+ * round_robin: SVC_ROUTING=round-robin; waited: no slot was free and this one freed first; failover: the first one died;
+ * session: a named session's replica (X-Svc-From), where its state is. */
+export type RouteReason = "prefix" | "overloaded" | "least_loaded" | "round_robin" | "waited" | "failover" | "session";
 
 /**
  * A request's time inside the engine, beside promptMs (its prompt's evaluation) and predictedMs (first token to

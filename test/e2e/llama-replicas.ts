@@ -3,7 +3,9 @@
 
 import {createServer} from "node:net";
 import {join} from "node:path";
-import {homedir} from "node:os";
+import {rmSync} from "node:fs";
+import {mkdtemp} from "node:fs/promises";
+import {homedir, tmpdir} from "node:os";
 import {ensureLlamaServer} from "../../bench/llama-server/build.ts";
 import {startLlamaServer, type Server} from "../../bench/llama-server/servers.ts";
 import {DEFAULT_MAIN_MODEL_SPEC, resolveModel} from "../../src/models/resolve.ts";
@@ -29,13 +31,25 @@ export async function defaultGguf(): Promise<string> {
   return resolved.path;
 }
 
-/** Starts `count` replicas (2 slots of 2,048 positions, one thread each: the machine has two cores). */
-export async function startReplicas(count: number, extraArgs: string[] = []): Promise<Server[]> {
+/** A temporary directory for a replica's slot files, removed when the test process exits. */
+async function slotDir(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), "svc-replica-slots-"));
+  process.once("exit", () => rmSync(dir, {recursive: true, force: true}));
+  return dir;
+}
+
+/**
+ * Starts `count` replicas (2 slots of 2,048 positions, one thread each: the machine has two cores) of `model` (default:
+ * the default GGUF). Each saves slot files (for named sessions) into a temporary directory of its own unless `slotFiles` is false.
+ */
+export async function startReplicas(count: number, extraArgs: string[] = [], slotFiles = true, model?: string): Promise<Server[]> {
   const build = ensureLlamaServer({log: (line) => process.stderr.write(`llama-server build: ${line}\n`)});
-  const gguf = await defaultGguf();
+  const gguf = model ?? await defaultGguf();
   const out: Server[] = [];
   for (let i = 0; i < count; i++) {
-    out.push(await startLlamaServer(build.binary, {gguf, threads: 1, regions: REPLICA_SLOTS, ctxPerRegion: REPLICA_CTX}, await freePort(), extraArgs));
+    const slotArgs = slotFiles ? ["--slot-save-path", `${await slotDir()}/`] : [];
+    out.push(await startLlamaServer(build.binary, {gguf, threads: 1, regions: REPLICA_SLOTS, ctxPerRegion: REPLICA_CTX}, await freePort(),
+      [...slotArgs, ...extraArgs]));
   }
   return out;
 }

@@ -1,7 +1,7 @@
 // The remote engine (SVC_ENGINE) in front of two real llama-server replicas built from the llama.cpp source
 // node-llama-cpp bundles, on the default GGUF: the four dialects through the official clients, structured
 // output and strict tools across the grammar restarts, held-back UTF-8 tokens, prefix routing and its
-// reports, and the refusals at start (unreachable replica, another template) and mid-stream (a replica dies).
+// reports, named sessions pinned to their replica (slot files loaded back), and the refusals at start (unreachable replica, another template) and mid-stream (a replica dies).
 
 import assert from "node:assert/strict";
 import {spawnSync} from "node:child_process";
@@ -157,6 +157,76 @@ describe("remote engine: prefix routing", () => {
     assert.match(metrics, /svc:replica_up\{replica="[^"]+"\} 1/);
     const line = server.logs.find((l) => l.includes(second.body.id));
     assert.match(line ?? "", new RegExp(`replica=${route.replica} expected_cached=\\d+ route_reason=prefix`));
+  });
+});
+
+describe("remote engine: named sessions (SVC_FORK=1) pinned to their replica", () => {
+  type Msg = {role: "system" | "user" | "assistant"; content: string};
+  const SYSTEM = "You are a museum guide who answers in one or two short sentences.";
+  async function chat(own: RunningServer, messages: Msg[], headers: Record<string, string> = {}) {
+    const res = await fetch(`${own.url}/v1/chat/completions`, {method: "POST", headers: {"content-type": "application/json", ...headers},
+      body: JSON.stringify({messages, max_tokens: 16, temperature: 0})});
+    const body = await res.json() as any;
+    assert.equal(res.status, 200, JSON.stringify(body));
+    return {headers: res.headers, body};
+  }
+  const followUp = (messages: Msg[], r: {body: any}, question: string): Msg[] =>
+    [...messages, {role: "assistant", content: r.body.choices[0].message.content}, {role: "user", content: question}];
+  /** What a follow-up can reuse of a finished request on a replica: its prompt and reply, less a last token cut by the budget (never fed back). */
+  const keptEnd = (r: {body: any}) => r.body.usage.prompt_tokens + r.body.usage.completion_tokens - (r.body.choices[0].finish_reason === "length" ? 1 : 0);
+  const cached = (r: {body: any}) => r.body.usage.prompt_tokens_details.cached_tokens as number;
+  const logLine = async (own: RunningServer, id: string) => {
+    for (let i = 0; i < 200 && !own.logs.some((l) => l.includes(`request id=${id} `)); i++) await new Promise((r) => setTimeout(r, 25));
+    return own.logs.find((l) => l.includes(`request id=${id} `)) ?? "";
+  };
+  /** Two unrelated conversations at once, after the keep was written: they take both slots, the session's among them. */
+  async function overwriteSlots(own: RunningServer, name: string): Promise<void> {
+    await own.waitForLog(new RegExp(`session handle kept name=${name} `));
+    await Promise.all(["List three prime numbers.", "Spell the word cat backwards."].map((q) => chat(own, [{role: "system", content: `Answer briefly. ${q}`},
+      {role: "user", content: q}])));
+  }
+
+  test("a slot another request took is loaded back from the replica's slot file: the follow-up goes to the session's replica and reuses the kept reply", async () => {
+    const own = await startServer({SVC_ENGINE: replicas[0]!.url, SVC_CTX_SIZE: String(REPLICA_CTX), SVC_FORK: "1"});
+    try {
+      const m1: Msg[] = [{role: "system", content: SYSTEM}, {role: "user", content: "Why are old paintings varnished?"}];
+      const r1 = await chat(own, m1, {"X-Svc-Keep": "guide"});
+      assert.equal(r1.headers.get("x-svc-keep"), "accepted");
+      await overwriteSlots(own, "guide");
+      const r2 = await chat(own, followUp(m1, r1, "Does it turn yellow?"), {"X-Svc-From": "guide"});
+      assert.equal(r2.headers.get("x-svc-from"), "used");
+      assert.deepEqual(routeOf(r2.body), {replica: replicas[0]!.url, expected_cached: routeOf(r2.body).expected_cached, reason: "session"});
+      assert.ok(cached(r2) >= keptEnd(r1), `the replica reused ${cached(r2)} tokens; the kept request had ${keptEnd(r1)}`);
+      assert.match(await logLine(own, r2.body.id), /cache=handle:\d+ /, `the state came from the slot file, not the slot:\n${own.logs.filter((l) => / request id=/.test(l)).join("\n")}`);
+      const listed = (await get(`${own.url}/svc/handles`)).body.data as {name: string; tokens: number}[];
+      assert.equal(listed.find((h) => h.name === "guide")?.tokens, keptEnd(r1), "the kept state is what the replica saved");
+    } finally {
+      await own.stop();
+    }
+  });
+
+  test("a replica without --slot-save-path: the session holds while its slot does, and a reused slot is said, not hidden", async () => {
+    // Without its RAM prompt cache too (--cache-ram 0), which could otherwise bring the old prompt back into the slot on its own.
+    const [plain] = await startReplicas(1, ["--cache-ram", "0"], false);
+    const own = await startServer({SVC_ENGINE: plain!.url, SVC_CTX_SIZE: String(REPLICA_CTX), SVC_FORK: "1"});
+    try {
+      const m1: Msg[] = [{role: "system", content: SYSTEM}, {role: "user", content: "What is a fresco?"}];
+      const r1 = await chat(own, m1, {"X-Svc-Keep": "fresco"});
+      await own.waitForLog(/engine replica does not save slots \(start it with --slot-save-path\)/);
+      const r2 = await chat(own, followUp(m1, r1, "Where can I see one?"), {"X-Svc-From": "fresco"});
+      assert.equal(r2.headers.get("x-svc-from"), "used");
+      assert.equal(routeOf(r2.body).reason, "session");
+      assert.ok(cached(r2) >= keptEnd(r1), `reused ${cached(r2)} of ${keptEnd(r1)} while the slot still holds the session`);
+      assert.match(await logLine(own, r2.body.id), /cache=memory:\d+ /);
+      await overwriteSlots(own, "fresco");
+      const r3 = await chat(own, followUp(m1, r1, "Is it painted on wet plaster?"), {"X-Svc-From": "fresco"});
+      assert.equal(routeOf(r3.body).reason, "session");
+      assert.ok(cached(r3) < r1.body.usage.prompt_tokens, `the slot was reused: only ${cached(r3)} tokens could be reused`);
+      assert.match(await logLine(own, r3.body.id), /cache=[^ ]*session_slot_reused /);
+    } finally {
+      await own.stop();
+      await plain!.stop();
+    }
   });
 });
 

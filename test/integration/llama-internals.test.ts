@@ -6,7 +6,7 @@ import {homedir, tmpdir} from "node:os";
 import {join} from "node:path";
 import {after, before, describe, test} from "node:test";
 import {InputLookupTokenPredictor, LlamaGrammarEvaluationState, type Llama, type LlamaContext, type LlamaModel, type Token} from "node-llama-cpp";
-import {acceptGrammarToken, isEndOfGeneration, attachTokenPredictor, detachTokenPredictor, copySequenceState, createEmbeddingsContext, grammarAcceptsText, pooledEmbedding, INTERNAL_MEMBERS, PINNED_NODE_LLAMA_CPP, queuedDecodes, sequenceIdOf, setNextBatchThreads, type QueuedDecodeView} from "../../src/engine/llama/internals.ts";
+import {acceptGrammarToken, grammarAllows, isEndOfGeneration, attachTokenPredictor, detachTokenPredictor, copySequenceState, createEmbeddingsContext, grammarAcceptsText, pooledEmbedding, INTERNAL_MEMBERS, PINNED_NODE_LLAMA_CPP, queuedDecodes, sequenceIdOf, setNextBatchThreads, type QueuedDecodeView} from "../../src/engine/llama/internals.ts";
 import {ensureConverted} from "../../src/models/hf-convert/convert.ts";
 import {resolveModelFolder} from "../../src/models/hf-convert/fetch-folder.ts";
 import {DEFAULT_EMBEDDING_SPEC} from "../../src/side-models/registry.ts";
@@ -34,7 +34,8 @@ describe("node-llama-cpp internals", () => {
     assert.equal(ours.dependencies["node-llama-cpp"], PINNED_NODE_LLAMA_CPP, "package.json pins it exactly");
     assert.deepEqual([...INTERNAL_MEMBERS].sort(), ["LlamaContext._queuedDecodes[].sequenceId", "LlamaContext._queuedDecodes[].tokens",
       "LlamaContextSequence._sequenceId", "LlamaGrammar._testText (tests only)",
-      "Llama._bindings.AddonSampler.acceptGrammarEvaluationStateToken", "LlamaGrammarEvaluationState._state",
+      "Llama._bindings.AddonSampler.acceptGrammarEvaluationStateToken", "Llama._bindings.AddonSampler.canBeNextTokenForGrammarEvaluationState",
+      "LlamaGrammarEvaluationState._state",
       "LlamaContextSequence._copyStateFromOtherSequence", "LlamaModel.createContext({_embeddings})", "LlamaContext._ctx.getEmbedding",
       "LlamaContextSequence._tokenPredictor", "LlamaContextSequence._resetTokenPredictor", "LlamaContextSequence._tokenPredictorOwner",
       "LlamaContextSequence._abortTokenPredictor", "LlamaContext._idealThreads", "LlamaContext._threadSplitterConsumer._wantedThreads",
@@ -70,6 +71,22 @@ describe("node-llama-cpp internals", () => {
     };
     assert.equal(await firstToken(false), "{");
     assert.equal(await firstToken(true), "x");
+  });
+
+  test("grammarAllows tells whether a grammar state takes a token next, end of generation only once the grammar is complete", async () => {
+    const grammar = await llama.createGrammar({grammar: 'root ::= "{" "x" "}"'});
+    const [brace] = model.tokenize("{");
+    const [x] = model.tokenize("x");
+    const [close] = model.tokenize("}");
+    const eog = model.tokens.eos!;
+    const state = new LlamaGrammarEvaluationState({model, grammar});
+    assert.deepEqual([brace, x, close, eog].map((t) => grammarAllows(llama, state, t!)), [true, false, false, false]);
+    acceptGrammarToken(llama, state, brace!);
+    assert.deepEqual([brace, x, close, eog].map((t) => grammarAllows(llama, state, t!)), [false, true, false, false]);
+    acceptGrammarToken(llama, state, x!);
+    acceptGrammarToken(llama, state, close!);
+    assert.equal(grammarAllows(llama, state, eog), true, "complete: end of generation is allowed");
+    assert.equal(grammarAllows(llama, state, x!), false);
   });
 
   test("copySequenceState copies a prefix into another sequence, and greedy decoding from it is unchanged", async () => {

@@ -1,6 +1,7 @@
 // remoteDecode against a scripted llama-server (/completion streaming over real HTTP): held-back UTF-8 tokens
 // recovered, a grammar hand-over continued as a new request that regenerates the accepted bytes, a divergent
-// continuation refused, failover before the first token, a stop token, and a replica that dies mid-stream.
+// continuation refused, failover before the first token, a stop token, a replica that dies mid-stream, and JSON
+// closed as the budget ends one token per request (svc choosing among the replica's candidates).
 
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
@@ -23,13 +24,22 @@ const ids = (text: string) => [...enc.encode(text)];
 type Chunk = {content: string; tokens: number[]; tokens_predicted: number; stop?: boolean; stop_type?: string};
 /** What the scripted replica answers to each /completion request, in order; "die" cuts the connection after the chunks. */
 let script: {chunks: Chunk[]; die?: boolean}[] = [];
-const requests: {prompt: number[]; grammar?: string; n_predict: number}[] = [];
+const requests: {prompt: number[]; grammar?: string; n_predict: number; n_probs?: number; stream?: boolean}[] = [];
+/** The candidates a scripted replica offers for each one-token (not streamed) request, in order. */
+let candidates: {id: number; logprob: number}[][] = [];
 let server: ScriptedServer;
 let url = "";
 
 before(async () => {
   server = await scriptedServer((_path, body, res) => {
-    requests.push(JSON.parse(body));
+    const parsed = JSON.parse(body);
+    requests.push(parsed);
+    if (parsed.stream === false) {
+      const top = candidates.shift() ?? [];
+      res.writeHead(200, {"content-type": "application/json"});
+      res.end(JSON.stringify({content: "", tokens: [top[0]?.id ?? EOG], stop: true, completion_probabilities: [{id: top[0]?.id ?? EOG, logprob: top[0]?.logprob ?? 0, top_logprobs: top}]}));
+      return;
+    }
     const step = script.shift() ?? {chunks: []};
     res.writeHead(200, {"content-type": "text/event-stream"});
     for (const c of step.chunks) res.write(`data: ${JSON.stringify({stop: false, ...c})}\n\n`);
@@ -64,6 +74,8 @@ function deps(over: Partial<RemoteDecodeDeps> = {}): RemoteDecodeDeps & {lostCal
     held: (tokens: readonly number[]) => {
       out.heldLog.push([...tokens]);
     },
+    // A grammar state that never needs closing (the closing test brings its own).
+    closer: async () => ({accept: () => undefined, due: false, choose: (c: readonly {id: number}[]) => c[0]!.id}),
     lostCalls: 0,
     heldLog: [] as number[][],
     ...over,
@@ -112,6 +124,35 @@ describe("remoteDecode", () => {
     assert.deepEqual(requests[1]!.prompt, [1, 2, 3, ...ids("x")], "the continuation starts before the accepted brace");
     assert.equal(requests[1]!.grammar, grammar.gbnf);
     assert.equal(requests[1]!.n_predict, 49);
+  });
+
+  test("closing due: the stream ends and each further token is one request whose candidates svc chooses among", async () => {
+    requests.length = 0;
+    const grammar: GrammarRef = {gbnf: "root ::= \"[\" [a-z,]* \"]\"", key: "close"};
+    // A closer that becomes due after two tokens, takes "]" when offered, else the first candidate.
+    let seen = 0;
+    const fed: number[] = [];
+    const closer = {accept: (t: number) => {
+      seen++;
+      fed.push(t);
+    }, get due() {
+      return seen >= 2;
+    }, choose: (c: readonly {id: number}[]) => (c.some((x) => x.id === 93) ? 93 : c[0]!.id)};
+    script = [{chunks: chunksOf(ids("[a,b,c,d"))}];
+    candidates = [[{id: 44, logprob: -0.1}, {id: 101, logprob: -2}], [{id: 101, logprob: -0.5}, {id: 93, logprob: -3}], [{id: EOG, logprob: -0.2}]];
+    const {tokens, end} = await collect(remoteDecode(job({grammar, maxTokens: 20}), deps({closer: async () => closer}), stats()));
+    assert.deepEqual(tokens, [...ids("[a"), 44, 93], "two streamed tokens, then svc's choices: the first candidate, then the closer");
+    assert.deepEqual(end, {reason: "stop_token", token: EOG});
+    assert.deepEqual(fed, [...ids("[a"), 44, 93], "every token went into svc's grammar state (the stop token does not)");
+    assert.equal(requests.length, 4);
+    assert.equal(requests[0]!.grammar, grammar.gbnf);
+    for (const [i, r] of requests.slice(1).entries()) {
+      assert.equal(r.stream, false);
+      assert.equal(r.n_predict, 1);
+      assert.equal(r.n_probs, 64);
+      assert.equal(r.grammar, undefined, "the replica's grammar would start over: svc's state decides");
+      assert.deepEqual(r.prompt, [1, 2, 3, ...[...ids("[a"), 44, 93].slice(0, 2 + i)], "each step sends the reply so far");
+    }
   });
 
   test("a continuation that does not rewrite the accepted bytes is refused, not joined", async () => {

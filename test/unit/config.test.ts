@@ -205,7 +205,7 @@ describe("oneOf and text", () => {
     assert.deepEqual(problemsOf({SVC_LOG_LEVEL: "verbose"}), ['SVC_LOG_LEVEL="verbose": must be one of debug, info, warn, error, silent']);
     assert.deepEqual(problemsOf({SVC_FORK_MAP: "chat"}), ['SVC_FORK_MAP="chat": must be coding-agent']);
   });
-  test("SVC_ENGINE: distinct http(s) URLs, trailing slashes dropped, a path kept; SVC_ROUTING; SVC_FORK and SVC_NPU_MODELS refused beside it", () => {
+  test("SVC_ENGINE: distinct http(s) URLs, trailing slashes dropped, a path kept; SVC_ROUTING; SVC_FORK allowed and SVC_NPU_MODELS refused beside it", () => {
     assert.deepEqual(loadConfig({SVC_ENGINE: "http://10.0.0.5:8080/, https://replica.example/llama/"}).engine,
       ["http://10.0.0.5:8080", "https://replica.example/llama"]);
     assert.deepEqual(loadConfig({SVC_ENGINE: "http://a:1"}).engine, ["http://a:1"]);
@@ -215,9 +215,8 @@ describe("oneOf and text", () => {
     }
     assert.equal(loadConfig({SVC_ROUTING: "round-robin"}).routing, "round-robin");
     assert.deepEqual(problemsOf({SVC_ROUTING: "random"}), ['SVC_ROUTING="random": must be prefix or round-robin']);
-    const [forkLine] = problemsOf({SVC_ENGINE: "http://a:1", SVC_FORK: "1"});
-    assert.match(forkLine!, /^SVC_FORK=1 needs the in-process engine/);
-    assert.equal(loadConfig({SVC_ENGINE: "http://a:1", SVC_FORK: "0"}).fork, false);
+    // Named sessions run on replicas too (pinned to the replica that holds them).
+    assert.equal(loadConfig({SVC_ENGINE: "http://a:1", SVC_FORK: "1"}).fork, true);
     assert.deepEqual(problemsOf({SVC_ENGINE: "http://a:1", SVC_NPU_MODELS: "default"}),
       ["SVC_NPU_MODELS needs the in-process engine: side models run beside it, not on remote replicas (unset SVC_ENGINE or SVC_NPU_MODELS)"]);
   });

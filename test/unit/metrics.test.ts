@@ -39,7 +39,7 @@ const OUR_NAMES = ["svc:cache_misses_by_reason_total", "svc:cache_disk_rejected_
   "svc:replica_up", "svc:replica_busy_slots", "svc:replica_slots", "svc:replica_requests_total", "svc:replica_cache_hits_total",
   "svc:replica_prompt_tokens_total", "svc:replica_cached_tokens_total"];
 
-const ROUTED = {prefix: 0, overloaded: 0, least_loaded: 0, round_robin: 0, waited: 0, failover: 0};
+const ROUTED = {prefix: 0, overloaded: 0, least_loaded: 0, round_robin: 0, waited: 0, failover: 0, session: 0};
 
 function timings(over: Partial<Timings>): Timings {
   return {prompt_n: 0, prompt_ms: 0, prompt_per_second: 0, predicted_n: 0, predicted_ms: 0, predicted_per_second: 0,

@@ -4,7 +4,7 @@
 
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
-import {emptyMemory, exactLength, piecesFrom, planCuts, reusableByPieces} from "../../src/engine/kv/region-memory.ts";
+import {emptyMemory, exactLength, piecesFrom, planCuts, reusable, reusableByPieces, reusableByPrefix} from "../../src/engine/kv/region-memory.ts";
 
 const seq = (n: number, from = 0) => Array.from({length: n}, (_, i) => from + i);
 
@@ -18,6 +18,22 @@ describe("planCuts", () => {
   test("pieces follow the plan from a shared cut", () => {
     assert.deepEqual(piecesFrom([10, 64, 128, 150], 0), [[0, 10], [10, 64], [64, 128], [128, 150]]);
     assert.deepEqual(piecesFrom([10, 64, 128, 150], 64), [[64, 128], [128, 150]]);
+  });
+});
+
+describe("reusableByPrefix (remote replicas: any shared prefix)", () => {
+  const memory = {tokens: [1, 2, 3, 4, 5, 6], cuts: [6]};
+  test("the common prefix, wherever it ends, capped by the exact part and one prompt token short of the prompt", () => {
+    assert.deepEqual(reusableByPrefix(memory, [1, 2, 3, 9, 9]), {length: 3, common: 3});
+    assert.deepEqual(reusableByPrefix(memory, [1, 2, 3, 4, 5, 6, 7, 8]), {length: 6, common: 6});
+    assert.deepEqual(reusableByPrefix(memory, [1, 2, 3, 4, 5, 6]), {length: 5, common: 6}, "the last prompt token is evaluated for its logits");
+    assert.deepEqual(reusableByPrefix({tokens: [1, 2, 3, 4], cuts: [2]}, [1, 2, 3, 4, 5]), {length: 2, common: 4}, "past the exact part is not reused");
+    assert.deepEqual(reusableByPrefix(memory, [7]), {length: 0, common: 0});
+    assert.deepEqual(reusableByPrefix({tokens: [], cuts: []}, []), {length: 0, common: 0});
+  });
+  test("reusable() takes the prefix rule when the plan says so, ignoring the plan's cuts", () => {
+    assert.equal(reusable(memory, [1, 2, 3, 4, 9], {cuts: [5], match: "prefix"}).length, 4);
+    assert.equal(reusable(memory, [1, 2, 3, 4, 9], {cuts: [5], match: "pieces"}).length, 0);
   });
 });
 

@@ -3,7 +3,7 @@
 
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
-import {chooseReplica, chooseSlot, commonPrefixLength, type ReplicaView} from "../../src/engine/remote/router.ts";
+import {chooseReplica, chooseSlot, type ReplicaView} from "../../src/engine/remote/router.ts";
 import {heldBackBytes, TokenByteIndex} from "../../src/engine/remote/token-gaps.ts";
 
 const view = (index: number, expected: number, free: number[], busy: number, up = true): ReplicaView => ({index, up, busy, free, expected});
@@ -44,13 +44,26 @@ describe("chooseReplica (round-robin)", () => {
   });
 });
 
+describe("chooseReplica with a named session's replica", () => {
+  test("the session's replica takes the request while it has a free slot, even when another holds a longer prefix", () => {
+    const views = [view(0, 900, [0], 1), view(1, 10, [2], 1)];
+    assert.deepEqual(chooseReplica(views, "prefix", 0, 1000, 1), {replica: 1, reason: "session", expected: 10});
+    assert.deepEqual(chooseReplica(views, "round-robin", 0, 1000, 1), {replica: 1, reason: "session", expected: 10});
+  });
+
+  test("a session replica that is full or down: routed as any other request", () => {
+    const full = [view(0, 900, [0], 1), view(1, 950, [], 2)];
+    assert.deepEqual(chooseReplica(full, "prefix", 0, 1000, 1), {replica: 0, reason: "overloaded", expected: 900});
+    const down = [view(0, 0, [0], 1), {...view(1, 0, [2], 0), up: false}];
+    assert.deepEqual(chooseReplica(down, "prefix", 0, 1000, 1), {replica: 0, reason: "least_loaded", expected: 0});
+  });
+});
+
 describe("chooseSlot", () => {
   test("the free slot sharing the longest prefix; ties: the least recently used", () => {
     const prompt = [1, 2, 3, 4];
     assert.equal(chooseSlot([{region: 0, held: [1, 2, 9], lastUsed: 1}, {region: 1, held: [1, 2, 3], lastUsed: 5}], prompt).region, 1);
     assert.equal(chooseSlot([{region: 0, held: [7], lastUsed: 9}, {region: 1, held: [], lastUsed: 3}], prompt).region, 1);
-    assert.equal(commonPrefixLength([1, 2, 3], [1, 2, 3, 4]), 3);
-    assert.equal(commonPrefixLength([], [1]), 0);
   });
 });
 

@@ -70,7 +70,9 @@ export function registerStateRoutes(app: FastifyInstance, deps: ServerDeps): voi
         enabled: config.promptCache,
         reuse_match: engine.info.reuseMatch.match,
         reuse_match_reason: engine.info.reuseMatch.reason,
-        resume_points: engine.info.reuseMatch.match === "rows"
+        resume_points: engine.info.reuseMatch.match === "prefix"
+          ? "anywhere in a shared prefix: a replica reuses its slot's KV up to the first differing token; a reply is reusable as decoded"
+          : engine.info.reuseMatch.match === "rows"
           ? "anywhere in a shared prefix (a tiled prompt run re-evaluates at least 64 rows); a reply is reusable as decoded, so the next turn resumes after it at once"
           : "pieces end at multiples of prompt_piece and where each message's text starts and ends (the end of the system message included); replies are re-evaluated in pieces once the engine is idle, so the next turn resumes after them",
         greedy_output: engine.info.remote

@@ -1,6 +1,8 @@
 // What the prompt cache and the region pool account for. The engine keeps these numbers; /cache shows
 // them as the spec's table, /metrics exports them, and neither ever waits on the engine to read them.
 
+import type {RouteReason} from "../engine.ts";
+
 /** Why a request reused less of its prompt than it could have. */
 export type MissReason =
   /** Nothing held anywhere shares a prefix with the prompt (a first request). */
@@ -45,8 +47,8 @@ export interface PoolReport {
   sealing: number;
   /** Finished replies waiting for the engine to be idle to be sealed (until then a follow-up re-evaluates them). */
   unsealed: number;
-  /** How reused KV is matched: "rows" (replies reusable as decoded, never sealed) or "pieces" (see kv/region-memory.ts). */
-  reuse_match: "rows" | "pieces";
+  /** How reused KV is matched: "rows" (replies reusable as decoded, never sealed), "pieces" or "prefix" (remote replicas; see kv/region-memory.ts). */
+  reuse_match: "rows" | "pieces" | "prefix";
   /** Requests that waited for another region to evaluate a prefix they share, then copied it, and the seconds they waited. */
   prefix_waits: number;
   prefix_wait_s: number;
@@ -119,5 +121,5 @@ export interface ReplicaCacheReport {
   token_hit_rate: number;
   /** Token ids in the front end's prefix record of this replica. */
   prefix_tokens: number;
-  routed: Record<"prefix" | "overloaded" | "least_loaded" | "round_robin" | "waited" | "failover", number>;
+  routed: Record<RouteReason, number>;
 }

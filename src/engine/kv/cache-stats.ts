@@ -19,7 +19,7 @@ export interface PoolOccupancy {
   /** Regions re-evaluating a reply now, and replies waiting for an idle moment to be sealed. */
   sealing: number;
   unsealed: number;
-  reuseMatch: "rows" | "pieces";
+  reuseMatch: "rows" | "pieces" | "prefix";
   prefixWaits: number;
   prefixWaitS: number;
 }

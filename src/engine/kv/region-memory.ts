@@ -78,18 +78,26 @@ export interface Reuse {
 
 /**
  * A prompt's cold evaluation plan and the rule reused KV must meet to stand in for it: "pieces" (the cuts
- * above, replies sealed) or "rows" (the same row class per position: row-classes.ts, chosen at load when the
- * engine's probe shows it holds).
+ * above, replies sealed), "rows" (the same row class per position: row-classes.ts, chosen at load when the
+ * engine's probe shows it holds) or "prefix" (any shared prefix: the rule of a remote llama-server replica,
+ * which reuses its slot's KV up to the first differing token whatever its batches were).
  */
 export interface CutPlan {
   /** Ascending piece ends; the last one is the prompt's length. */
   cuts: readonly number[];
-  match: "pieces" | "rows";
+  match: "pieces" | "rows" | "prefix";
 }
 
 /** How much of a prompt a memory can serve under the plan's rule. */
 export function reusable(memory: {tokens: readonly number[]; cuts: readonly number[]}, prompt: readonly number[], plan: CutPlan): Reuse {
+  if (plan.match === "prefix") return reusableByPrefix(memory, prompt);
   return plan.match === "rows" ? reusableByRows(memory, prompt, plan.cuts) : reusableByPieces(memory, prompt, plan.cuts);
+}
+
+/** Any shared prefix of the exact part, leaving at least one prompt token to evaluate. */
+export function reusableByPrefix(memory: {tokens: readonly number[]; cuts: readonly number[]}, prompt: readonly number[]): Reuse {
+  const common = commonPrefix(memory.tokens, prompt);
+  return {length: Math.max(0, Math.min(common, exactLength(memory), prompt.length - 1)), common};
 }
 
 /**

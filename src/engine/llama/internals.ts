@@ -46,7 +46,25 @@ export function grammarAcceptsText(grammar: LlamaGrammar, text: string): boolean
 }
 
 interface GrammarBindings {
-  _bindings?: {AddonSampler?: {acceptGrammarEvaluationStateToken?: (state: unknown, token: number) => void}};
+  _bindings?: {AddonSampler?: {
+    acceptGrammarEvaluationStateToken?: (state: unknown, token: number) => void;
+    canBeNextTokenForGrammarEvaluationState?: (state: unknown, token: number) => boolean;
+  }};
+}
+
+/**
+ * `Llama._bindings.AddonSampler.canBeNextTokenForGrammarEvaluationState(LlamaGrammarEvaluationState._state, token)`:
+ * whether the grammar allows a token next (an end-of-generation token only where the grammar is complete), without a
+ * context. The remote engine picks among a replica's candidates with it when it closes JSON at the end of the budget
+ * (remote/remote-closing.ts); the library uses it for its draft predictions.
+ */
+export function grammarAllows(llama: Llama, state: LlamaGrammarEvaluationState, token: number): boolean {
+  const can = (llama as unknown as GrammarBindings)._bindings?.AddonSampler?.canBeNextTokenForGrammarEvaluationState;
+  const native = (state as unknown as {_state?: unknown})._state;
+  if (typeof can !== "function" || native === undefined) {
+    throw new Error("node-llama-cpp internal AddonSampler.canBeNextTokenForGrammarEvaluationState or LlamaGrammarEvaluationState._state is missing; svc needs node-llama-cpp " + PINNED_NODE_LLAMA_CPP);
+  }
+  return can(native, token);
 }
 
 /**
@@ -213,6 +231,7 @@ export const INTERNAL_MEMBERS = [
   "LlamaContextSequence._sequenceId",
   "LlamaGrammar._testText (tests only)",
   "Llama._bindings.AddonSampler.acceptGrammarEvaluationStateToken",
+  "Llama._bindings.AddonSampler.canBeNextTokenForGrammarEvaluationState",
   "LlamaGrammarEvaluationState._state",
   "LlamaContextSequence._copyStateFromOtherSequence",
   "LlamaModel.createContext({_embeddings})",

@@ -21,7 +21,8 @@ import {reuseMatchAtLoad, speculationAtLoad, STEP_COST_TEXT} from "./load-measur
 import {modelFacts} from "./model-facts.ts";
 import type {CutPlan} from "../kv/region-memory.ts";
 import {TILED_ROWS, type Span} from "../kv/row-classes.ts";
-import {classifyTokens, GrammarConstraint, GrammarStore, type TokenClasses} from "./grammar-constraint.ts";
+import {classifyTokens, type TokenClasses} from "../json-closing.ts";
+import {GrammarConstraint, GrammarStore} from "./grammar-constraint.ts";
 import {runOnRegion, type GrammarBinder} from "./region-decode.ts";
 import {LONG_PREFILL_TOKENS, RegionPool} from "./region-pool.ts";
 import {tokenTextToBytes, type VocabKind} from "./token-bytes.ts";

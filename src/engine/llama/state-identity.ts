@@ -6,16 +6,17 @@ import {stat} from "node:fs/promises";
 import type {StateIdentity} from "../kv/state-files.ts";
 import {engineIdentity, type EngineBuild} from "./engine-build.ts";
 
+/** The model file: its sha256, or for a local model (not hashed at start, it may be large) its path, size and modification time. */
+export async function modelIdentity(modelPath: string, sha256: string | null): Promise<string> {
+  if (sha256) return `sha256:${sha256}`;
+  const st = await stat(modelPath);
+  return `${modelPath}|${st.size}|${Math.floor(st.mtimeMs)}`;
+}
+
 export async function stateIdentity(modelPath: string, sha256: string | null, contextSize: number, flashAttention: boolean,
   build: EngineBuild = "prebuilt"): Promise<StateIdentity> {
-  // A local model is not hashed at start (it may be large); its size and modification time stand in.
-  let model = sha256 ? `sha256:${sha256}` : modelPath;
-  if (!sha256) {
-    const st = await stat(modelPath);
-    model = `${modelPath}|${st.size}|${Math.floor(st.mtimeMs)}`;
-  }
   return {
-    model,
+    model: await modelIdentity(modelPath, sha256),
     engine: engineIdentity(build),
     // SVC_FLASH_ATTENTION; a state written with flash attention on has its V transposed differently (and
     // its numbers differ, so a resumed reply would not be the one a cold run gives).

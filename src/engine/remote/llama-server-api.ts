@@ -1,5 +1,5 @@
 // The parts of llama-server's HTTP API the remote engine drives, at token level: /completion with token-id
-// prompts (streamed), /tokenize, /props, /v1/models, /slots and /health. Only what we read is typed; the
+// prompts (streamed), /tokenize, /props, /v1/models, /slots (save and restore) and /health. Only what we read is typed; the
 // field names are llama-server's own (tools/server in the llama.cpp source node-llama-cpp bundles).
 
 /** A replica could not be reached or answered outside the API: the engine takes it out and retries elsewhere. */
@@ -47,6 +47,8 @@ export interface CompletionChunk {
 }
 
 const CONTROL_TIMEOUT_MS = 10_000;
+/** A slot file of a full context is tens of megabytes; a busy replica's disk may take a while. */
+const SLOT_FILE_TIMEOUT_MS = 60_000;
 
 async function call(base: string, path: string, init: RequestInit & {timeoutMs?: number} = {}): Promise<Response> {
   const signal = init.signal ?? AbortSignal.timeout(init.timeoutMs ?? CONTROL_TIMEOUT_MS);
@@ -88,6 +90,33 @@ export const replicaApi = {
   async tokenize(base: string, content: string): Promise<number[]> {
     const out = await json<{tokens: number[]}>(base, "/tokenize", {content, add_special: false, parse_special: true});
     return out.tokens;
+  },
+
+  /**
+   * Saves a slot's KV and tokens to a file in the replica's --slot-save-path (the file name only: the replica picks
+   * the directory), or loads one into a slot. A replica started without --slot-save-path refuses (HTTP 501).
+   */
+  async slotFile(base: string, slot: number, action: "save" | "restore", filename: string): Promise<{tokens: number}> {
+    const res = await call(base, `/slots/${slot}?action=${action}`, {method: "POST", headers: {"content-type": "application/json"},
+      body: JSON.stringify({filename}), timeoutMs: SLOT_FILE_TIMEOUT_MS});
+    const text = await res.text();
+    if (!res.ok) throw new ReplicaRefusedError(`${base}/slots/${slot}?action=${action}: HTTP ${res.status} ${text.slice(0, 200)}`, res.status);
+    const out = JSON.parse(text) as {n_saved?: number; n_restored?: number};
+    return {tokens: (action === "save" ? out.n_saved : out.n_restored) ?? 0};
+  },
+
+  /** One /completion answered whole (not streamed): a one-token step whose candidates svc chooses among (remote-closing.ts). */
+  async completeOnce(base: string, body: Record<string, unknown>, signal: AbortSignal): Promise<{completion_probabilities?: RemoteTokenProbs[]}> {
+    const res = await call(base, "/completion", {method: "POST", headers: {"content-type": "application/json"}, body: JSON.stringify({...body, stream: false}), signal});
+    const text = await res.text().catch((err: Error) => {
+      throw new ReplicaUnreachableError(`${base}/completion: the reply broke (${err.message})`);
+    });
+    if (!res.ok) throw new ReplicaRefusedError(`${base}/completion: HTTP ${res.status} ${text.slice(0, 300)}`, res.status);
+    try {
+      return JSON.parse(text) as {completion_probabilities?: RemoteTokenProbs[]};
+    } catch {
+      throw new ReplicaUnreachableError(`${base}/completion: not JSON: ${text.slice(0, 120)}`);
+    }
   },
 
   /** Streams /completion's chunks; throws ReplicaUnreachableError when the connection fails or the reply is not a stream. */

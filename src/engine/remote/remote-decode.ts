@@ -8,6 +8,7 @@
 import {EngineUnavailableError} from "../errors.ts";
 import type {DecodeEnd, DecodeItem, DecodeJob, DecodeRun, DecodeStats, GrammarRef, TokenScore} from "../engine.ts";
 import {replicaApi, ReplicaUnreachableError, type CompletionChunk} from "./llama-server-api.ts";
+import {CLOSING_CANDIDATES, type StepCloser} from "./remote-closing.ts";
 import {heldBackBytes, type TokenByteIndex} from "./token-gaps.ts";
 
 /** The remote generation diverged from tokens already sent (only possible where a regenerated prefix could differ). */
@@ -32,6 +33,8 @@ export interface RemoteDecodeDeps {
   lost(err: ReplicaUnreachableError): void;
   /** What the slot holds after a remote request: its prompt and the tokens it generated. */
   held(tokens: readonly number[]): void;
+  /** svc's copy of a grammar's state, to close JSON as the budget ends (`budget`: tokens left for this binding). */
+  closer(grammar: GrammarRef, budget: number): Promise<StepCloser>;
 }
 
 /** A continuation: where the next remote request starts, under which grammar, and what it must regenerate first. */
@@ -41,6 +44,10 @@ interface Segment {
   grammar: GrammarRef | null;
   /** Bytes the next request must write before anything new (already sent to the client). */
   swallow: Uint8Array;
+  /** Tokens a fresh grammar binding accepts first (the same as `swallow`, for svc's own copy of the grammar state). */
+  accept: readonly number[];
+  /** One token per request, chosen by svc (the JSON is being closed as the budget ends: remote-closing.ts). */
+  stepwise: boolean;
 }
 
 function samplingBody(job: DecodeJob): Record<string, unknown> {
@@ -77,7 +84,9 @@ export async function* remoteDecode(job: DecodeJob, deps: RemoteDecodeDeps, stat
   const started = performance.now();
   const generated: number[] = [];
   let firstTokenAt = 0;
-  let segment: Segment = {basis: 0, grammar: job.grammar ?? null, swallow: new Uint8Array(0)};
+  let segment: Segment = {basis: 0, grammar: job.grammar ?? null, swallow: new Uint8Array(0), accept: [], stepwise: false};
+  /** The grammar binding's state in svc; kept across the one-token steps, made anew when the steering binds another grammar. */
+  let closer: StepCloser | null = null;
   let first = true;
   stats.promptTokens = job.prompt.length;
   const finish = (end: DecodeEnd): DecodeEnd => {
@@ -99,9 +108,17 @@ export async function* remoteDecode(job: DecodeJob, deps: RemoteDecodeDeps, stat
     let swallow = segment.swallow;
     let lastPredicted = 0;
     try {
+      if (segment.grammar && !segment.stepwise) {
+        closer = await deps.closer(segment.grammar, job.maxTokens - generated.length + segment.accept.length);
+        for (const t of segment.accept) closer.accept(t);
+      } else if (!segment.grammar) {
+        closer = null;
+      }
       const body = {prompt, n_predict: job.maxTokens - segment.basis, cache_prompt: true, id_slot: target.slot, return_tokens: true,
         return_progress: first, ...samplingBody(job), ...(segment.grammar ? {grammar: segment.grammar.gbnf} : {})};
-      chunks: for await (const chunk of replicaApi.complete(target.url, body, controller.signal)) {
+      const source = segment.stepwise && closer ? closingStep(target, {...body, n_predict: 1, n_probs: CLOSING_CANDIDATES, grammar: undefined}, closer,
+        controller.signal) : replicaApi.complete(target.url, body, controller.signal);
+      chunks: for await (const chunk of source) {
         if (chunk.prompt_progress) {
           const p = chunk.prompt_progress;
           if (first && firstTokenAt === 0) {
@@ -148,6 +165,7 @@ export async function* remoteDecode(job: DecodeJob, deps: RemoteDecodeDeps, stat
             }
             for (const e of emitted) {
               generated.push(e);
+              closer?.accept(e);
               stats.predictedTokens = generated.length;
               stats.predictedMs = performance.now() - firstTokenAt;
               const score = job.logprobs && e === streamed && !action?.replaceWith ? scoreOf(chunk, e, job.logprobs.top) : undefined;
@@ -157,10 +175,15 @@ export async function* remoteDecode(job: DecodeJob, deps: RemoteDecodeDeps, stat
             if (action && (action.replaceWith || action.bind)) {
               const accept = action.bind?.accept ?? [];
               next = {basis: generated.length - accept.length, grammar: action.bind ? action.bind.grammar : segment.grammar,
-                swallow: concatBytes(accept.map((a) => deps.tokenBytes(a)))};
+                swallow: concatBytes(accept.map((a) => deps.tokenBytes(a))), accept, stepwise: false};
               break chunks;
             }
             if (generated.length >= job.maxTokens) return finish({reason: "length"});
+            if (closer && (segment.stepwise || closer.due)) {
+              // Closing: from here on one token per request, chosen by svc.
+              next = {basis: generated.length, grammar: segment.grammar, swallow: new Uint8Array(0), accept: [], stepwise: true};
+              break chunks;
+            }
           }
         }
       }
@@ -194,4 +217,15 @@ function recoverHeld(content: string, streamed: number, count: number, deps: Rem
   const ids = bytes ? deps.bytes.split(bytes, count) : null;
   if (!ids) throw new RemoteDivergedError(`the replica held back ${count} token(s) whose bytes match no vocabulary tokens`);
   return ids;
+}
+
+/**
+ * One closing step as the stream of a request would carry it: the replica answers one token's candidates (not
+ * streamed: a token inside a UTF-8 character would be held back) and svc's choice among them is the chunk's token.
+ */
+async function* closingStep(target: RemoteSlotRef, body: Record<string, unknown>, closer: StepCloser, signal: AbortSignal): AsyncGenerator<CompletionChunk, void, void> {
+  const out = await replicaApi.completeOnce(target.url, body, signal);
+  const candidates = out.completion_probabilities?.[0]?.top_logprobs ?? [];
+  const token = closer.choose(candidates.map((c) => ({id: c.id, logprob: c.logprob ?? -Infinity})));
+  yield {content: "", tokens: [token], tokens_predicted: 1, stop: false};
 }

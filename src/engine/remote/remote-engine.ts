@@ -4,7 +4,7 @@
 // (local-vocabulary.ts); the pipeline, templates and grammars above are unchanged.
 
 import type {Logger} from "../../observability/log.ts";
-import type {DecodeJob, DecodeRun, DecodeStats, Engine, EngineInfo, EngineStatus, GrammarRef, RegionLease, ReleaseOptions, RouteDecision, StartInfo} from "../engine.ts";
+import type {DecodeStats, Engine, EngineInfo, EngineStatus, GrammarRef, RegionLease, ResumeState, RouteDecision} from "../engine.ts";
 import {EngineBusyError} from "../errors.ts";
 import type {CacheReport, ReplicaCacheReport} from "../kv/cache-report.ts";
 import type {CutPlan} from "../kv/region-memory.ts";
@@ -14,7 +14,10 @@ import {RegionQueue} from "../region-queue.ts";
 import {replicaApi, type ReplicaUnreachableError} from "./llama-server-api.ts";
 import {LocalVocabulary} from "./local-vocabulary.ts";
 import {PrefixTree} from "./prefix-tree.ts";
-import {remoteDecode} from "./remote-decode.ts";
+import {classifyTokens, type TokenClasses} from "../json-closing.ts";
+import {RemoteCloser} from "./remote-closing.ts";
+import {RemoteLease, resumeOnSlot, routedStart, type LeaseRequest, type SessionPin, type SlotHost} from "./remote-lease.ts";
+import {readDescriptor} from "./remote-sessions.ts";
 import {checkSameModel, inspectReplica, type ReplicaIdentity} from "./remote-identity.ts";
 import {emptyCacheReport, replicaReport, type ReplicaCounts} from "./remote-report.ts";
 import {chooseReplica, chooseSlot, type RoutingMode} from "./router.ts";
@@ -41,6 +44,8 @@ interface Replica {
   counts: ReplicaCounts;
   /** Slots taken out of the queue while the replica is down, given back when it answers again. */
   parked: Set<number>;
+  /** Whether it saves slot files (--slot-save-path), for named sessions; null until a save was tried. */
+  savesSlots: boolean | null;
 }
 
 interface Slot {
@@ -53,7 +58,7 @@ interface Slot {
 const DEFAULT_PREFIX_RECORD = 1 << 20;
 const HEALTH_TIMEOUT_MS = 2_000;
 
-export class RemoteEngine implements Engine {
+export class RemoteEngine implements Engine, SlotHost {
   readonly info: EngineInfo;
   private readonly queue: RegionQueue;
   private readonly slots: Slot[] = [];
@@ -68,7 +73,7 @@ export class RemoteEngine implements Engine {
   private constructor(readonly vocabulary: LocalVocabulary, identities: ReplicaIdentity[], private readonly opts: RemoteEngineOptions) {
     this.replicas = identities.map((id) => ({id, up: true, firstRegion: 0, tree: new PrefixTree(opts.prefixRecordTokens ?? DEFAULT_PREFIX_RECORD),
       counts: {requests: 0, hits: 0, promptTokens: 0, cachedTokens: 0, expectedCached: 0,
-        routed: {prefix: 0, overloaded: 0, least_loaded: 0, round_robin: 0, waited: 0, failover: 0}}, parked: new Set()}));
+        routed: {prefix: 0, overloaded: 0, least_loaded: 0, round_robin: 0, waited: 0, failover: 0, session: 0}}, parked: new Set(), savesSlots: null}));
     for (const [r, replica] of this.replicas.entries()) {
       replica.firstRegion = this.slots.length;
       for (let i = 0; i < replica.id.slots; i++) this.slots.push({replica: r, index: i, held: [], lastUsed: 0});
@@ -87,14 +92,14 @@ export class RemoteEngine implements Engine {
       decodeThreads: 0,
       flashAttention: false,
       speculation: {mode: "off", active: false, stepCost: null, reason: "decoding runs on remote replicas"},
-      reuseMatch: {match: "pieces", reason: "each replica keeps its own prompt cache (llama-server's); svc routes prompts to the replica that holds them"},
+      reuseMatch: {match: "prefix", reason: "each replica keeps its own prompt cache (llama-server's), reused up to the first differing token; svc routes prompts to the replica that holds them"},
       remote: {kind: "llama-server", routing: opts.routing, replicas: identities.map((i) => ({url: i.url, slots: i.slots, build: i.build})),
         limits: [
           "greedy output is not promised byte-identical across replicas or with the in-process engine (llama-server batches and caches on its own)",
           "a grammar change inside a reply (reasoning then JSON, one tool parameter after another) ends the remote request and continues it in a new one",
-          "under a schema, the closing of JSON when the token budget runs out is not enforced remotely (the in-process engine closes it)",
+          "under a schema, JSON is closed as the token budget ends by decoding its last tokens one per request (svc picks among the replica's candidates), which is slower than streaming them",
           "logprobs are missing for tokens llama-server held back inside a UTF-8 character",
-          "named sessions (SVC_FORK) need the in-process engine",
+          "a named session (SVC_FORK) lives on the replica that served it: requests from it go there while it has a free slot; its state outlasts the slot's reuse only where the replica runs with --slot-save-path, and svc does not delete the slot files it writes there",
         ]},
     };
     this.poll = setInterval(() => void this.checkHealth(), opts.healthIntervalMs ?? 2_000);
@@ -137,22 +142,42 @@ export class RemoteEngine implements Engine {
   }
 
   planCuts(length: number): CutPlan {
-    return {cuts: [length], match: "pieces"};
+    return {cuts: [length], match: "prefix"};
   }
 
-  async acquire(opts: {signal: AbortSignal; timeoutMs: number; prompt: readonly number[]; plan: CutPlan}): Promise<RegionLease> {
+  get logger(): Logger {
+    return this.opts.logger;
+  }
+
+  async acquire(opts: {signal: AbortSignal; timeoutMs: number; prompt: readonly number[]; plan: CutPlan; resume?: ResumeState | null}): Promise<RegionLease> {
     const waitStart = performance.now();
-    const {region, decision} = await this.lease(opts, null);
+    const pin = opts.resume ? await this.sessionPin(opts.resume) : null;
+    const {region, decision} = await this.lease(opts, null, pin?.replica ?? null);
+    const prepareStart = performance.now();
+    const start = pin ? await resumeOnSlot(this, region, pin, opts.prompt, decision.expectedCached) : routedStart(decision.expectedCached);
+    if (pin && start.source !== "none") decision.expectedCached = start.reused;
     const stats: DecodeStats = {promptTokens: opts.prompt.length, cachedTokens: 0, promptMs: 0, predictedTokens: 0, predictedMs: 0, draftTokens: 0,
-      draftAccepted: 0, phases: {queueMs: performance.now() - waitStart, prepareMs: 0, batchWaitMs: 0, engineMs: 0}, route: decision};
-    return new RemoteLease(this, region, stats, opts);
+      draftAccepted: 0, phases: {queueMs: prepareStart - waitStart, prepareMs: performance.now() - prepareStart, batchWaitMs: 0, engineMs: 0}, route: decision};
+    return new RemoteLease(this, region, stats, start, opts);
   }
 
-  /** Waits for a slot, routed; `avoid` is a replica just found dead (failover). */
-  async lease(opts: {signal: AbortSignal; timeoutMs: number; prompt: readonly number[]}, avoid: number | null): Promise<{region: number; decision: RouteDecision}> {
+  /** The replica a session's kept state lives on, when its descriptor checks out and the replica is still in SVC_ENGINE. */
+  private async sessionPin(resume: ResumeState): Promise<SessionPin | null> {
+    if (!(await resume.verify())) return null;
+    const descriptor = await readDescriptor(resume.path);
+    const replica = descriptor ? this.replicas.findIndex((r) => r.id.url === descriptor.replica) : -1;
+    if (!descriptor || replica < 0) {
+      this.opts.logger.info("session state names no replica of this server; the request is routed as any other", {replica: descriptor?.replica ?? "unreadable"});
+      return null;
+    }
+    return {replica, descriptor, resume};
+  }
+
+  /** Waits for a slot, routed; `avoid` is a replica just found dead (failover), `pinned` a named session's replica. */
+  async lease(opts: LeaseRequest, avoid: number | null, pinned: number | null): Promise<{region: number; decision: RouteDecision}> {
     let routed: {region: number; decision: RouteDecision} | null = null;
     const region = await this.queue.acquire({signal: opts.signal, timeoutMs: opts.timeoutMs, choose: (free) => {
-      routed = this.route(free, opts.prompt, avoid);
+      routed = this.route(free, opts.prompt, avoid, pinned);
       return routed?.region ?? free[0]!;
     }});
     const replica = this.slots[region]!.replica;
@@ -170,12 +195,12 @@ export class RemoteEngine implements Engine {
     return {region, decision};
   }
 
-  private route(free: number[], prompt: readonly number[], avoid: number | null): {region: number; decision: RouteDecision} | null {
+  private route(free: number[], prompt: readonly number[], avoid: number | null, pinned: number | null): {region: number; decision: RouteDecision} | null {
     const views = this.replicas.map((r, index) => {
       const own = free.filter((id) => this.slots[id]!.replica === index);
       return {index, up: r.up && index !== avoid, busy: r.id.slots - own.length, free: own, expected: r.up ? r.tree.longestPrefix(prompt) : 0};
     });
-    const route = chooseReplica(views, this.opts.routing, this.rotate++, prompt.length);
+    const route = chooseReplica(views, this.opts.routing, this.rotate++, prompt.length, pinned);
     if (!route) return null;
     const slot = chooseSlot(views[route.replica]!.free.map((id) => ({region: id, held: this.slots[id]!.held, lastUsed: this.slots[id]!.lastUsed})), prompt);
     return {region: slot.region, decision: {replica: this.replicas[route.replica]!.id.url, expectedCached: route.expected, reason: route.reason}};
@@ -188,6 +213,18 @@ export class RemoteEngine implements Engine {
   target(region: number): {url: string; slot: number} {
     const slot = this.slots[region]!;
     return {url: this.replicas[slot.replica]!.id.url, slot: slot.index};
+  }
+
+  heldBy(region: number): readonly number[] {
+    return this.slots[region]!.held;
+  }
+
+  savesSlots(region: number): boolean | null {
+    return this.replicas[this.slots[region]!.replica]!.savesSlots;
+  }
+
+  noteSlotSaving(region: number, saves: boolean): void {
+    this.replicas[this.slots[region]!.replica]!.savesSlots = saves;
   }
 
   /** What a slot holds after a remote request, for the slot choice and the replica's prefix record (the caller's array, not copied). */
@@ -286,38 +323,17 @@ export class RemoteEngine implements Engine {
       failover: (err: ReplicaUnreachableError) => lease.failover(err),
       lost: (err: ReplicaUnreachableError) => this.markDown(lease.regionId, err),
       held: (tokens: readonly number[]) => this.recordHeld(lease.regionId, tokens),
+      closer: async (grammar: GrammarRef, budget: number) => new RemoteCloser(this.vocabulary.llama, this.vocabulary.model,
+        await this.grammars.get(grammar.gbnf, grammar.key), this.tokenClasses(), this.vocabulary.size, budget),
     };
   }
-}
 
-class RemoteLease implements RegionLease {
-  readonly start: StartInfo;
-  private released = false;
+  private classes: TokenClasses | null = null;
 
-  constructor(private readonly engine: RemoteEngine, public regionId: number, readonly stats: DecodeStats,
-    private readonly request: {signal: AbortSignal; timeoutMs: number; prompt: readonly number[]}) {
-    const expected = stats.route?.expectedCached ?? 0;
-    this.start = {reused: expected, source: expected > 0 ? "memory" : "none", miss: expected > 0 ? null : "cold"};
-  }
-
-  decode(job: DecodeJob): DecodeRun {
-    return remoteDecode(job, this.engine.decodeDeps(this), this.stats);
-  }
-
-  /** The replica did not answer before any token was sent: take it out and continue on another replica's slot. */
-  async failover(err: ReplicaUnreachableError): Promise<void> {
-    const dead = this.regionId;
-    this.engine.markDown(dead, err);
-    const {region, decision} = await this.engine.lease(this.request, this.engine.replicaOf(dead));
-    this.engine.release(dead);
-    this.regionId = region;
-    this.stats.route = decision;
-  }
-
-  async release(_opts?: ReleaseOptions): Promise<void> {
-    if (this.released) return;
-    this.released = true;
-    this.engine.recordFinished(this.regionId, this.stats);
-    this.engine.release(this.regionId);
+  /** The vocabulary's token classes for closing JSON, computed on the first schema reply that needs them. */
+  private tokenClasses(): TokenClasses {
+    const decoder = new TextDecoder();
+    this.classes ??= classifyTokens(this.vocabulary.size, (t) => decoder.decode(this.vocabulary.tokenBytes(t)), (t) => this.vocabulary.model.isSpecialToken(t as never));
+    return this.classes;
   }
 }

@@ -33,7 +33,7 @@ export function emptyCacheReport(replicas: ReplicaCacheReport[], positions: numb
     token_hit_rate: ratio(cached, prompt), miss_reasons: {cold: requests - hits, cache_off: 0, region_busy: 0, evicted: 0, diverged: 0},
     entries: 0, bytes: 0, evicted: 0, last_message_rewrites: 0, tokens_saved: cached,
     pool: {positions, used: held, usage_ratio: ratio(held, positions), busy_regions: busy, held_regions: 0, room_clamped: 0, moved: 0, dropped: 0,
-      waiting_for_room: 0, waiting_s: 0, relocated: 0, cold_resorts: 0, seals: 0, seal_s: 0, sealing: 0, unsealed: 0, reuse_match: "pieces",
+      waiting_for_room: 0, waiting_s: 0, relocated: 0, cold_resorts: 0, seals: 0, seal_s: 0, sealing: 0, unsealed: 0, reuse_match: "prefix",
       prefix_waits: 0, prefix_wait_s: 0},
     disk: {enabled: false, dir: null, bytes: 0, budget_bytes: 0, entries: 0, hits: 0, writes: 0, rejected: 0, cut_back: 0,
       disabled_reason: "remote replicas keep their own caches"},

@@ -8,6 +8,7 @@
 // following a few shared tokens would pile all new conversations onto one replica. Otherwise: the least loaded.
 
 import type {RouteDecision} from "../engine.ts";
+import {commonPrefix} from "../kv/region-memory.ts";
 
 export type RoutingMode = "prefix" | "round-robin";
 
@@ -41,10 +42,16 @@ function leastLoaded(candidates: ReplicaView[], rotate: number): ReplicaView {
 /** Share of the prompt a replica must hold for its prefix to decide the route. */
 export const PREFIX_SHARE = 0.5;
 
-/** Null when no live replica has a free slot (the caller waits). `rotate` advances per decision (round-robin's turn, ties). */
-export function chooseReplica(views: readonly ReplicaView[], mode: RoutingMode, rotate: number, promptLength: number): Route | null {
+/**
+ * Null when no live replica has a free slot (the caller waits). `rotate` advances per decision (round-robin's turn, ties).
+ * `pinned`: the replica that holds the request's named session; it takes the request whenever it is up with a free slot,
+ * in either mode (otherwise the request is routed as any other and starts without the session's state).
+ */
+export function chooseReplica(views: readonly ReplicaView[], mode: RoutingMode, rotate: number, promptLength: number, pinned: number | null = null): Route | null {
   const open = views.filter((v) => v.up && v.free.length > 0);
   if (open.length === 0) return null;
+  const session = pinned === null ? undefined : open.find((v) => v.index === pinned);
+  if (session) return {replica: session.index, reason: "session", expected: session.expected};
   if (mode === "round-robin") {
     const up = views.filter((v) => v.up);
     for (let k = 0; k < up.length; k++) {
@@ -70,19 +77,12 @@ export interface SlotView {
   lastUsed: number;
 }
 
-export function commonPrefixLength(a: readonly number[], b: readonly number[]): number {
-  const n = Math.min(a.length, b.length);
-  let i = 0;
-  while (i < n && a[i] === b[i]) i++;
-  return i;
-}
-
 /** The free slot whose last tokens share the longest prefix with the prompt; ties: the least recently used (keeps recent conversations). */
 export function chooseSlot(slots: readonly SlotView[], prompt: readonly number[]): SlotView {
   let best = slots[0]!;
-  let bestLen = commonPrefixLength(best.held, prompt);
+  let bestLen = commonPrefix(best.held, prompt);
   for (const s of slots.slice(1)) {
-    const len = commonPrefixLength(s.held, prompt);
+    const len = commonPrefix(s.held, prompt);
     if (len > bestLen || (len === bestLen && s.lastUsed < best.lastUsed)) {
       best = s;
       bestLen = len;
