@@ -1,5 +1,7 @@
-// Runs the test tiers: `node scripts/test.mjs [tier ...]`, default unit, integration and e2e (what `npm test`
-// runs before every commit); `npm run test:all` adds slow.
+// Runs the test tiers: `node scripts/test.mjs [tier ...]`, default unit, integration, e2e and remote (what `npm test`
+// runs before every commit); `npm run test:all` adds slow. The remote tier is the end-to-end dialect suites again,
+// with every server on two llama-server replicas (TEST_REPLICAS=2, SVC_ENGINE): the remote engine must pass what
+// the in-process one does.
 //
 // One node:test invocation per tier: the in-process tiers (unit, integration) two files at a time, the tiers
 // that talk to real servers (e2e, slow) one file at a time, since each server wants both cores. Servers that
@@ -11,9 +13,12 @@ import {existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, s
 import {tmpdir} from "node:os";
 import {join} from "node:path";
 
-const TIERS = ["unit", "integration", "e2e", "slow"];
-const DEFAULT = ["unit", "integration", "e2e"];
+const TIERS = ["unit", "integration", "e2e", "remote", "slow"];
+const DEFAULT = ["unit", "integration", "e2e", "remote"];
 const IN_PROCESS = new Set(["unit", "integration"]);
+/** The dialect suites the remote tier runs on replicas. */
+const REMOTE_FILES = ["chat", "completions-and-ops", "responses", "messages", "structured-output", "tools", "sessions", "coding-agent"]
+  .map((name) => join("test", "e2e", `${name}.test.ts`));
 
 
 function testFiles(dir) {
@@ -60,25 +65,27 @@ async function stopServers() {
 let current = null;
 for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => current?.kill(signal));
 
-function run(files, concurrency, counts) {
+function run(files, concurrency, counts, env) {
   return new Promise((resolve) => {
     current = spawn(process.execPath, ["--import", "tsx", "--test", `--test-concurrency=${concurrency}`,
       "--test-reporter=spec", "--test-reporter-destination=stdout",
       "--test-reporter=./scripts/count-reporter.mjs", `--test-reporter-destination=${counts}`, ...files],
-    {stdio: "inherit", env: {...process.env, TEST_SERVER_POOL: pool}});
+    {stdio: "inherit", env: {...process.env, TEST_SERVER_POOL: pool, ...env}});
     current.on("exit", (code, signal) => resolve(code ?? (signal ? 1 : 0)));
   });
 }
 
 // One invocation per tier, so each tier's count and wall time is printed.
-const groups = tiers.map((t) => ({tier: t, files: testFiles(join("test", t)), concurrency: IN_PROCESS.has(t) ? 2 : 1})).filter((g) => g.files.length > 0);
+const groups = tiers.map((t) => t === "remote"
+  ? {tier: t, files: REMOTE_FILES, concurrency: 1, env: {TEST_REPLICAS: "2"}}
+  : {tier: t, files: testFiles(join("test", t)), concurrency: IN_PROCESS.has(t) ? 2 : 1, env: {}}).filter((g) => g.files.length > 0);
 
 let status = 0;
 const lines = [];
 const sum = {passed: 0, failed: 0, skipped: 0};
 for (const [i, g] of groups.entries()) {
   const t0 = performance.now();
-  const code = await run(g.files, g.concurrency, countFile(i));
+  const code = await run(g.files, g.concurrency, countFile(i), g.env);
   if (code !== 0) status = code;
   const c = existsSync(countFile(i)) ? JSON.parse(readFileSync(countFile(i), "utf8").trim().split("\n").pop()) : {passed: 0, failed: 0, skipped: 0};
   for (const k of Object.keys(sum)) sum[k] += c[k];

@@ -4,7 +4,7 @@
 
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
-import {get, post, TIMING_FIELDS, type RunningServer, sharedServer} from "./harness.ts";
+import {expectedRegions, get, post, TEST_REPLICAS, TIMING_FIELDS, type RunningServer, sharedServer} from "./harness.ts";
 
 let server: RunningServer;
 
@@ -71,7 +71,7 @@ describe("state routes", () => {
   test("GET /health reports the build, budget fields, template, stop ids and queue", async () => {
     const h = (await get(`${server.url}/health`)).body;
     assert.equal(h.status, "ok");
-    assert.match(h.version.engine, /node-llama-cpp 3\.22\.1/);
+    assert.match(h.version.engine, TEST_REPLICAS ? /^llama-server replicas \(b\d+-[0-9a-f]+\)$/ : /node-llama-cpp 3\.22\.1/);
     assert.deepEqual(h.token_budget_aliases, ["max_tokens", "max_completion_tokens", "max_output_tokens"]);
     assert.equal(h.max_tokens_cap, 65536);
     assert.equal(h.chat_template.check, "ok");
@@ -85,14 +85,14 @@ describe("state routes", () => {
 
   test("GET /props and GET /slots describe the regions", async () => {
     const props = (await get(`${server.url}/props`)).body;
-    assert.equal(props.total_slots, 2);
+    assert.equal(props.total_slots, expectedRegions(2));
     assert.equal(props.default_generation_settings.n_ctx, 2048);
     assert.equal(props.default_generation_settings.params.n_predict, -1);
     assert.equal(props.modalities.vision, false);
     assert.match(props.chat_template, /im_start/);
     assert.match(props.build_info, /svc/);
     const slots = (await get(`${server.url}/slots`)).body;
-    assert.deepEqual(slots.map((s: {id: number; n_ctx: number}) => [s.id, s.n_ctx]), [[0, 2048], [1, 2048]]);
+    assert.deepEqual(slots.map((s: {id: number; n_ctx: number}) => [s.id, s.n_ctx]), Array.from({length: expectedRegions(2)}, (_, id) => [id, 2048]));
   });
 
   test("POST /tokenize and /detokenize round-trip, with pieces and special handling", async () => {

@@ -8,7 +8,7 @@ import {request} from "node:http";
 import {join} from "node:path";
 import {fileURLToPath} from "node:url";
 import OpenAI from "openai";
-import {startReplicas} from "./llama-replicas.ts";
+import {REPLICA_SLOTS, startReplicas} from "./llama-replicas.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 
@@ -32,16 +32,27 @@ function serverEnv(env: Record<string, string>): NodeJS.ProcessEnv {
 
 const LISTENING = /listening on http:\/\/[^:]+:(\d+)/;
 
-let replicaUrls: Promise<string> | null = null;
+/** TEST_REPLICAS: how many llama-server replicas every server runs on (0: the in-process engine). */
+export const TEST_REPLICAS = Number(process.env.TEST_REPLICAS ?? 0);
+
+/** The regions a server started with SVC_PARALLEL=`parallel` has: its own, or on replicas their slots. */
+export function expectedRegions(parallel: number): number {
+  return TEST_REPLICAS ? TEST_REPLICAS * REPLICA_SLOTS : parallel;
+}
+
+/** Replica URLs per GGUF (the default model's under ""). */
+const replicaUrls = new Map<string, Promise<string>>();
 
 /**
- * TEST_REPLICAS=N runs every server this harness starts on N llama-server replicas (SVC_ENGINE), started once
- * per test file: the dialect suites against the remote engine (`npm run test:remote`).
+ * TEST_REPLICAS=N runs every server this harness starts on N llama-server replicas (SVC_ENGINE) of the server's
+ * SVC_MODEL (a scripted model's replicas serve that file), started once per test file and model: the dialect
+ * suites against the remote engine (`npm run test:remote`).
  */
-async function remoteEnv(): Promise<Record<string, string>> {
-  const n = Number(process.env.TEST_REPLICAS ?? 0);
+async function remoteEnv(model: string | undefined): Promise<Record<string, string>> {
+  const n = TEST_REPLICAS;
   if (!n) return {};
-  replicaUrls ??= startReplicas(n).then((servers) => {
+  const key = model ?? "";
+  if (!replicaUrls.has(key)) replicaUrls.set(key, startReplicas(n, [], true, model).then((servers) => {
     // Not holding the test file's process open: it exits when its tests are done, and takes the replicas with it.
     for (const s of servers) {
       s.child.unref();
@@ -51,13 +62,13 @@ async function remoteEnv(): Promise<Record<string, string>> {
       for (const s of servers) s.child.kill("SIGKILL");
     });
     return servers.map((s) => s.url).join(",");
-  });
-  return {SVC_ENGINE: await replicaUrls};
+  }));
+  return {SVC_ENGINE: await replicaUrls.get(key)!};
 }
 
 /** A server of this file's own, stopped by `stop()`; for tests that need a fresh server's state or settings of their own. */
 export async function startServer(env: Record<string, string> = {}, timeoutMs = 180_000): Promise<RunningServer> {
-  const remote = await remoteEnv();
+  const remote = await remoteEnv(env.SVC_MODEL);
   const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
     cwd: ROOT,
     env: serverEnv({...remote, ...env}),
@@ -284,28 +295,33 @@ export async function sealCount(server: RunningServer, headers: Record<string, s
   return (await get(`${server.url}/cache`, headers)).body.pool.seals as number;
 }
 
-/** How the server matches reused KV (/health prompt_cache.reuse_match): "rows" (replies reusable as decoded) or "pieces" (sealed). */
-export async function reuseMatch(server: RunningServer, headers: Record<string, string> = {}): Promise<"rows" | "pieces"> {
+export type ReuseMatch = "rows" | "pieces" | "prefix";
+
+/**
+ * How the server matches reused KV (/health prompt_cache.reuse_match): "rows" (replies reusable as decoded), "pieces" (sealed)
+ * or "prefix" (remote replicas: reusable as decoded, up to the first differing token).
+ */
+export async function reuseMatch(server: RunningServer, headers: Record<string, string> = {}): Promise<ReuseMatch> {
   return (await get(`${server.url}/health`, headers)).body.prompt_cache.reuse_match;
 }
 
 /**
  * How many tokens of a finished request a later prompt can reuse: its prompt and every reply token the model
  * evaluated. A reply cut by its token budget ends with a token that was sampled and never fed back: sealing (reuse
- * matched by pieces) evaluates it, a reply kept as decoded (matched by rows) does not have it.
+ * matched by pieces) evaluates it, a reply kept as decoded (matched by rows, or by prefix on a replica) does not have it.
  */
-export function reusableEnd(match: "rows" | "pieces", promptTokens: number, replyTokens: number, cutByBudget: boolean): number {
-  return promptTokens + replyTokens - (match === "rows" && cutByBudget ? 1 : 0);
+export function reusableEnd(match: ReuseMatch, promptTokens: number, replyTokens: number, cutByBudget: boolean): number {
+  return promptTokens + replyTokens - (match !== "pieces" && cutByBudget ? 1 : 0);
 }
 
 /**
- * Waits until the last reply can be reused. Matched by rows, a reply is reusable as soon as it is answered (nothing
+ * Waits until the last reply can be reused. Matched by rows or prefix, a reply is reusable as soon as it is answered (nothing
  * to wait for). Matched by pieces, a reply that no session keeps is sealed once the engine is idle
  * (src/engine/llama/region-pool.ts): this waits until the server has sealed `atLeast` replies in all, as a
  * person's next turn would; a turn sent at once re-evaluates the reply instead.
  */
 export async function sealedReplies(server: RunningServer, atLeast: number, headers: Record<string, string> = {}): Promise<void> {
-  if ((await reuseMatch(server, headers)) === "rows") return;
+  if ((await reuseMatch(server, headers)) !== "pieces") return;
   for (let t = 0; t < 200; t++) {
     if ((await sealCount(server, headers)) >= atLeast) return;
     await new Promise((r) => setTimeout(r, 50));
@@ -329,7 +345,7 @@ export async function readSse(res: Response): Promise<{raw: string; data: any[]}
 
 /** A generation reply's `timings`: nine numbers, and the routing decision when the server runs on replicas (TEST_REPLICAS). */
 export const TIMING_FIELDS = ["prompt_n", "prompt_ms", "prompt_per_second", "predicted_n", "predicted_ms", "predicted_per_second", "cache_n", "draft_n", "draft_n_accepted",
-  ...(process.env.TEST_REPLICAS ? ["route"] : [])];
+  ...(TEST_REPLICAS ? ["route"] : [])];
 
 /** POST without fetch's 300-second header timeout: a prompt of thousands of tokens on a busy 2-core machine can take longer. */
 export function longPost(url: string, body: unknown): Promise<{status: number; body: any; text: string}> {
