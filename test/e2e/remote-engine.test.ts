@@ -45,6 +45,9 @@ describe("remote engine: dialects through the official clients", () => {
     assert.deepEqual(h.engine.remote.replicas.map((r: {url: string; up: boolean; slots: number}) => [r.url, r.up, r.slots]), urls().map((u) => [u, true, REPLICA_SLOTS]));
     assert.match(h.prompt_cache.greedy_output, /not promised byte-identical across replicas/);
     assert.ok(h.engine.remote.limits.some((l: string) => /grammar change inside a reply/.test(l)));
+    const listening = server.logs.find((l) => /listening on /.test(l)) ?? "";
+    assert.match(listening, / replicas=2 /, "the start line counts replicas");
+    assert.doesNotMatch(listening, /threads=|uv_threadpool=/, "no local decode threads to report");
   });
 
   test("chat: greedy reply equals llama-server's own on the same tokens; usage and the routing decision are reported", async () => {
