@@ -6,6 +6,7 @@
 import type {Logger} from "../../observability/log.ts";
 import type {DecodeStats, Engine, EngineInfo, EngineStatus, GrammarRef, RegionLease, ResumeState, RouteDecision} from "../engine.ts";
 import {EngineBusyError} from "../errors.ts";
+import {classifyTokens, type TokenClasses} from "../json-closing.ts";
 import type {CacheReport, ReplicaCacheReport} from "../kv/cache-report.ts";
 import type {CutPlan} from "../kv/region-memory.ts";
 import {GrammarStore} from "../llama/grammar-constraint.ts";
@@ -14,7 +15,6 @@ import {RegionQueue} from "../region-queue.ts";
 import {replicaApi, type ReplicaUnreachableError} from "./llama-server-api.ts";
 import {LocalVocabulary} from "./local-vocabulary.ts";
 import {PrefixTree} from "./prefix-tree.ts";
-import {classifyTokens, type TokenClasses} from "../json-closing.ts";
 import {RemoteCloser} from "./remote-closing.ts";
 import {RemoteLease, resumeOnSlot, routedStart, type LeaseRequest, type SessionPin, type SlotHost} from "./remote-lease.ts";
 import {readDescriptor} from "./remote-sessions.ts";
