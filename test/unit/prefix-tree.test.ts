@@ -80,6 +80,16 @@ describe("eviction", () => {
     assert.equal(tree.longestPrefix([11, 12, 13, 14, 15]), 5, "the one just inserted stays");
   });
 
+  test("a lookup without touch leaves the order as it was (routing peeks at every replica's tree)", () => {
+    const tree = new PrefixTree(10);
+    tree.insert([1, 2, 3, 4, 5]);
+    tree.insert([6, 7, 8, 9, 10]);
+    assert.equal(tree.longestPrefix([1, 2, 3, 4, 5], {touch: false}), 5);
+    tree.insert([11, 12, 13, 14, 15]);
+    assert.equal(tree.longestPrefix([1, 2, 3, 4, 5]), 0, "still the oldest: gone");
+    assert.equal(tree.longestPrefix([6, 7, 8, 9, 10]), 5);
+  });
+
   test("an oldest leaf longer than the excess is shortened, keeping its head", () => {
     const tree = new PrefixTree(10);
     tree.insert([1, 2, 3, 4, 5]);

@@ -70,16 +70,19 @@ export class PrefixTree {
     this.evict();
   }
 
-  /** Length of the longest prefix of `tokens` stored in the tree (0 when none); marks the matched path as used. */
-  longestPrefix(tokens: readonly number[]): number {
-    const stamp = this.stamp();
+  /**
+   * Length of the longest prefix of `tokens` stored in the tree (0 when none); marks the matched path as used unless
+   * `touch` is false (routing looks a prompt up in every replica's tree, and only the chosen one serves it).
+   */
+  longestPrefix(tokens: readonly number[], {touch = true}: {touch?: boolean} = {}): number {
+    const stamp = touch ? this.stamp() : null;
     let node = this.root;
     let i = 0;
     while (i < tokens.length) {
       const child = node.children.get(tokens[i]!);
       if (child === undefined) break;
       const k = matchLength(child.edge, tokens, i);
-      this.touch(child, stamp);
+      if (stamp) this.touch(child, stamp);
       i += k;
       if (k < child.edge.length) break;
       node = child;

@@ -198,7 +198,7 @@ export class RemoteEngine implements Engine, SlotHost {
   private route(free: number[], prompt: readonly number[], avoid: number | null, pinned: number | null): {region: number; decision: RouteDecision} | null {
     const views = this.replicas.map((r, index) => {
       const own = free.filter((id) => this.slots[id]!.replica === index);
-      return {index, up: r.up && index !== avoid, busy: r.id.slots - own.length, free: own, expected: r.up ? r.tree.longestPrefix(prompt) : 0};
+      return {index, up: r.up && index !== avoid, busy: r.id.slots - own.length, free: own, expected: r.up ? r.tree.longestPrefix(prompt, {touch: false}) : 0};
     });
     const route = chooseReplica(views, this.opts.routing, this.rotate++, prompt.length, pinned);
     if (!route) return null;
