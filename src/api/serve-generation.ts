@@ -159,6 +159,7 @@ export async function serveGeneration<Body>(deps: ServerDeps, model: ModelHandle
       phases,
       malformedCalls: run?.summary.malformedCalls ?? 0,
       toolCallCap: run?.summary.toolCallCap,
+      stopOverruled: run?.summary.stopOverruled,
       error,
     });
   }

@@ -130,6 +130,11 @@ export interface GrammarRef {
 export interface DecodeSteering {
   /** Called with each sampled token before it is yielded; null leaves everything as it is. */
   onToken(token: number): SteerAction | null;
+  /**
+   * Called when a stop token is sampled, before the reply ends there: null lets it end; an action with `replaceWith`
+   * continues the reply instead (the stop token is dropped, as a replaced token is).
+   */
+  onStop?(token: number): SteerAction | null;
 }
 
 export interface SteerAction {

@@ -30,6 +30,8 @@ export interface RequestRecord {
   malformedCalls?: number;
   /** SVC_MAX_TOOL_CALLS, when it ended the reply (a model that kept calling). */
   toolCallCap?: number;
+  /** The model tried to stop before its required answer started, and the answer was opened instead. */
+  stopOverruled?: boolean;
   error?: string;
 }
 
@@ -68,6 +70,7 @@ export function requestLogFields(r: RequestRecord): Record<string, unknown> {
   }
   if (r.malformedCalls) f.malformed_calls = r.malformedCalls;
   if (r.toolCallCap) f.tool_call_cap = r.toolCallCap;
+  if (r.stopOverruled) f.stop_overruled = 1;
   if (r.cache) f.cache = r.cache;
   if (r.regionId !== null) f.region = r.regionId;
   f.pool = `${r.busyRegions}/${r.totalRegions}`;

@@ -56,6 +56,8 @@ export interface RunSummary {
   malformedCalls?: number;
   /** The reply was ended by SVC_MAX_TOOL_CALLS after this many calls (the log line reports it). */
   toolCallCap?: number;
+  /** The model sampled a stop token before its required answer (the schema's JSON, a call) started; the answer was opened instead. */
+  stopOverruled?: boolean;
 }
 
 export class GenerationRun implements AsyncIterable<GenerationEvent> {
@@ -174,6 +176,7 @@ export class GenerationRun implements AsyncIterable<GenerationEvent> {
     const finishReason: FinishReason = reply.calls > 0 && ended && reply.callsComplete ? "tool_calls" : ended ? "stop" : "length";
     this.summary.finishReason = finishReason;
     this.summary.malformedCalls = reply.malformed;
+    if (steering?.stopOverruled) this.summary.stopOverruled = true;
     if (reply.finished && this.plan.callLimit?.by === "SVC_MAX_TOOL_CALLS") this.summary.toolCallCap = this.plan.callLimit.max;
     const usage = {...usageOf(lease.stats), reasoningTokens: reply.reasoningTokens};
     yield {type: "done", finishReason, stoppedBy, usage, timings: timingsOf(lease.stats), logprobs};

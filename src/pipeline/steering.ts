@@ -68,6 +68,8 @@ export class ReplySteering implements DecodeSteering {
   reasoningTokens = 0;
   /** The steering closed the block because the thinking budget ran out. */
   budgetClosed = false;
+  /** The model sampled a stop token before its required answer started, and the answer was opened instead (onStop). */
+  stopOverruled = false;
   private lastToken = -1;
 
   constructor(private readonly plan: SteeringPlan, private readonly text: SteeringText) {
@@ -128,6 +130,29 @@ export class ReplySteering implements DecodeSteering {
     this.budgetClosed = true;
     const grammar = this.answerBinding();
     return {replaceWith: this.text.tokenize(this.plan.reasoning.close), bind: {grammar}};
+  }
+
+  /**
+   * A stop token was sampled. A reply whose answer must be the schema's JSON (or a call) may not end before that
+   * answer starts: in the free preamble beside tools, the JSON opens in the stop token's place, as at a `{`; inside
+   * the reasoning block, the block closes and the answer follows, as when the thinking budget closes it. Anywhere
+   * else the reply ends.
+   */
+  onStop(_token: number): SteerAction | null {
+    const {answer} = this.plan;
+    const st = this.state;
+    if (st.kind === "preamble" && answer.kind === "schema" && answer.escape) {
+      this.state = {kind: "json"};
+      this.jsonStarted = true;
+      this.stopOverruled = true;
+      return {replaceWith: [answer.escape.braceToken], bind: {grammar: answer.grammar, accept: [answer.escape.braceToken]}};
+    }
+    if (st.kind === "thinking" && (answer.kind === "schema" || answer.kind === "call")) {
+      this.stopOverruled = true;
+      const grammar = this.answerBinding();
+      return {replaceWith: this.text.tokenize(this.plan.reasoning.close), bind: {grammar}};
+    }
+    return null;
   }
 
   /** Steps the state with a piece of text (a token's, or text carried over from a state just left). */

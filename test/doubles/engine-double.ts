@@ -375,12 +375,13 @@ export class EngineDouble implements Engine {
           stats.promptMs = firstTokenAt - started;
           yield {kind: "progress", processed: job.prompt.length, elapsedMs: stats.promptMs};
         }
-        if (job.stopTokenIds.has(token)) {
+        const stopping = job.stopTokenIds.has(token);
+        const action = (stopping ? job.steering?.onStop?.(token) : job.steering?.onToken(token)) ?? null;
+        if (stopping && !action?.replaceWith) {
           end = {reason: "stop_token", token};
           break;
         }
         let emitted = [token];
-        const action = job.steering?.onToken(token) ?? null;
         if (action?.replaceWith) {
           emitted = action.replaceWith;
           if (emitted.length === 0 || generated.length + emitted.length > job.maxTokens) break;

@@ -80,6 +80,21 @@ describe("structured output", () => {
     }
   });
 
+  test("beside tools, a model that ends its reply after a preamble still answers the schema's JSON; the log line says the stop was overruled", async () => {
+    // The default model answers this with a sentence and end-of-generation; before the stop was overruled the reply was empty.
+    const res = await server.client.chat.completions.create({model: "m", max_tokens: 80, temperature: 0,
+      messages: [{role: "user", content: "Describe Paris as JSON with fields name and country."}],
+      tools: [{type: "function", function: {name: "get_weather", strict: true, parameters: {type: "object", properties: {city: {type: "string"}},
+        required: ["city"], additionalProperties: false}}}],
+      response_format: {type: "json_schema", json_schema: {name: "p", strict: true, schema: {type: "object", properties: {name: {type: "string"},
+        country: {type: "string"}}, required: ["name", "country"], additionalProperties: false}}}});
+    assert.equal(res.choices[0]!.finish_reason, "stop");
+    const value = JSON.parse(res.choices[0]!.message.content!);
+    assert.deepEqual(Object.keys(value).sort(), ["country", "name"]);
+    const line = await server.waitForLog(new RegExp(`request id=${res.id} `));
+    assert.match(line, / stop_overruled=1 /, line);
+  });
+
   test("/health describes structured output", async () => {
     const h = (await get(`${server.url}/health`)).body.structured_output;
     assert.equal(h.enabled, true);

@@ -155,6 +155,23 @@ describe("remoteDecode", () => {
     }
   });
 
+  test("a stop token the steering overrules: the brace takes its place and the reply goes on under the grammar", async () => {
+    requests.length = 0;
+    const grammar: GrammarRef = {gbnf: "root ::= \"{\" [a-z]* \"}\"", key: "s"};
+    // First request: "ok" then end of generation, which the steering replaces by "{" (bound, accepted). Second request
+    // (prompt + "ok"): the replica regenerates the brace under the grammar and closes it.
+    script = [{chunks: [...chunksOf(ids("ok")), ...chunksOf([EOG], 2)]}, {chunks: [...chunksOf(ids("{z}")), ...chunksOf([EOG], 3)]}];
+    const steering = {onToken: () => null, onStop: (t: number) => (t === EOG ? {replaceWith: [123], bind: {grammar, accept: [123]}} : null)};
+    let stops = 0;
+    const once = {...steering, onStop: (t: number) => (stops++ === 0 ? steering.onStop(t) : null)};
+    const {tokens, end} = await collect(remoteDecode(job({steering: once}), deps(), stats()));
+    assert.equal(new TextDecoder().decode(Uint8Array.from(tokens)), "ok{z}");
+    assert.deepEqual(end, {reason: "stop_token", token: EOG}, "the second stop token is let through");
+    assert.equal(stops, 2);
+    assert.deepEqual(requests[1]!.prompt, [1, 2, 3, ...ids("ok")]);
+    assert.equal(requests[1]!.grammar, grammar.gbnf);
+  });
+
   test("a continuation that does not rewrite the accepted bytes is refused, not joined", async () => {
     const grammar: GrammarRef = {gbnf: "root ::= \"[\"", key: "h"};
     script = [{chunks: chunksOf(ids("{"))}, {chunks: chunksOf(ids("[1]"))}];

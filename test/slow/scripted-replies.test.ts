@@ -150,6 +150,17 @@ describe("schemas after thinking and after a preamble (scripted)", () => {
     });
   });
 
+  test("with tools, a preamble that ends the reply before any JSON: the JSON opens instead, so the reply is the schema's", async () => {
+    // The model stops after its preamble; the server places "{" for the stop token, and the scripted model goes on from it.
+    await withScript("preamble-stop-json", ["Let me see.", "<|im_end|>", "{", '"answer": "no"}', "<|im_end|>"], async (server) => {
+      const res = await server.client.chat.completions.create(ask({response_format: schema, tools: [weather(true)]}));
+      assert.equal(res.choices[0]!.message.content, '{"answer": "no"}');
+      assert.equal(res.choices[0]!.finish_reason, "stop");
+      const line = await server.waitForLog(new RegExp(`request id=${res.id} `));
+      assert.match(line, / stop_overruled=1 /, line);
+    });
+  });
+
   test("with tools, a free preamble is dropped and the schema binds from the first {", async () => {
     await withScript("preamble-json", ["Let me see. ", "{", '"answer": "yes"}', "<|im_end|>"], async (server) => {
       const res = await server.client.chat.completions.create(ask({response_format: schema, tools: [weather(true)]}));

@@ -111,3 +111,33 @@ describe("thinking budget", () => {
     assert.deepEqual(actions[1], {replaceWith: [1001], bind: {grammar: SCHEMA}});
   });
 });
+
+describe("a stop token before the required answer (onStop)", () => {
+  const tools = {tools: [{name: "f", parameters: {type: "object", properties: {a: {type: "string"}}}, strict: true, enforced: true}],
+    choice: {kind: "auto" as const}, parallel: true};
+  const withTools = (mode: SteeringPlan["reasoning"]["mode"]): SteeringPlan =>
+    ({reasoning: reasoning(mode), answer: schemaAnswer({budget: 100}), calls: createToolCallGrammars(HERMES_CALLS, tools), parallel: true});
+
+  test("in the free preamble beside tools: the JSON opens in its place, as at a `{`", () => {
+    const {steering} = steer(withTools("none"), ["Sure", ", one moment."]);
+    assert.deepEqual(steering.onStop(0), {replaceWith: [BRACE], bind: {grammar: SCHEMA, accept: [BRACE]}});
+    assert.equal(steering.jsonStarted, true);
+    assert.equal(steering.stopOverruled, true);
+    assert.equal(steering.onStop(0), null, "once the JSON is under way, its grammar decides when the reply may end");
+  });
+
+  test("inside the reasoning block with a schema answer: the block closes and the answer follows", () => {
+    const {steering, placed} = steer({reasoning: reasoning("inside"), answer: schemaAnswer(null), calls: null, parallel: true}, ["plan"]);
+    assert.deepEqual(steering.onStop(0), {replaceWith: [1001], bind: {grammar: SCHEMA}});
+    assert.deepEqual(placed, ["</think>"]);
+    assert.equal(steering.budgetClosed, false, "not the budget");
+  });
+
+  test("a free answer, or a schema answer once its JSON started, ends where the model stops", () => {
+    const free = steer({reasoning: reasoning("inside"), answer: {kind: "free"}, calls: null, parallel: true}, ["plan"]).steering;
+    assert.equal(free.onStop(0), null);
+    assert.equal(free.stopOverruled, false);
+    const json = steer(withTools("none"), ["Sure", ' {"a']).steering;
+    assert.equal(json.onStop(0), null);
+  });
+});

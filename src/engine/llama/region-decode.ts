@@ -171,12 +171,13 @@ export async function* runOnRegion(seq: LlamaContextSequence, job: DecodeJob, st
         stats.promptMs = firstTokenAt - started;
         yield {kind: "progress", processed: prompt.length, elapsedMs: stats.promptMs};
       }
-      if (job.stopTokenIds.has(token)) {
+      const stopping = job.stopTokenIds.has(token);
+      const action = (stopping ? job.steering?.onStop?.(token) : job.steering?.onToken(token)) ?? null;
+      if (stopping && !action?.replaceWith) {
         end = {reason: "stop_token", token};
         break;
       }
       let emitted: number[] = [token];
-      const action = job.steering?.onToken(token) ?? null;
       if (action?.replaceWith) {
         // The active grammar state has already taken the sampled token, so a replacement must rebind.
         if (grammar?.current && !action.bind) throw new Error("steering replaced a token under a grammar without rebinding it");

@@ -156,8 +156,9 @@ export async function* remoteDecode(job: DecodeJob, deps: RemoteDecodeDeps, stat
             swallow = new Uint8Array(0);
           }
           for (const t of tokens) {
-            if (job.stopTokenIds.has(t)) return finish({reason: "stop_token", token: t});
-            const action = job.steering?.onToken(t) ?? null;
+            const stopping = job.stopTokenIds.has(t);
+            const action = (stopping ? job.steering?.onStop?.(t) : job.steering?.onToken(t)) ?? null;
+            if (stopping && !action?.replaceWith) return finish({reason: "stop_token", token: t});
             let emitted = [t];
             if (action?.replaceWith) {
               emitted = action.replaceWith;
