@@ -332,6 +332,17 @@ describe("splitWindows", () => {
     assert.ok(Math.abs(ws[0]!.end / rate - 27.3) < 0.05);
   });
 
+  test("two silences in the second half: the first one is cut, whatever loud frames came before either", () => {
+    // Loud speech right before the first silence, soft speech before the second: with a running sum, the loud frames
+    // left a rounding residue in the first silence's sum, and the second (exactly 0) won.
+    const y = signal(45, [[18.7, 22.7], [26.0, 26.6]]);
+    for (let i = Math.round(17 * rate); i < Math.round(18.7 * rate); i++) y[i] = y[i]! * 3.1;
+    for (let i = Math.round(22.7 * rate); i < Math.round(26 * rate); i++) y[i] = y[i]! * 1e-3;
+    const ws = splitWindows(y, rate);
+    assert.ok(ws[0]!.end > 18.7 * rate && ws[0]!.end < 22.7 * rate, `cut at ${ws[0]!.end / rate} s`);
+    assert.ok(Math.abs(ws[0]!.end / rate - 20.7) < 0.05, "in the middle of the first silence");
+  });
+
   test("without quiet places the cuts still hold the limit and cover everything", () => {
     const y = signal(95, []);
     const ws = splitWindows(y, rate);

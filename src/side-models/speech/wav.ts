@@ -302,12 +302,14 @@ export function splitWindows(samples: Float32Array, rate: number, maxS = 30): Ar
       for (let i = f; i < f + frame; i++) e += samples[i]! * samples[i]!;
       energies.push(e);
     }
-    let best = Infinity, first = -1, last = -1, sum = 0;
+    let best = Infinity, first = -1, last = -1;
     for (let k = 0; k < energies.length; k++) {
-      sum += energies[k]!;
-      if (k >= span) sum -= energies[k - span]!;
       if (k < Math.min(span, energies.length) - 1) continue;
       const at = k - Math.min(span, energies.length) + 1; // first frame of the span
+      // Summed afresh, not as a running sum: adding and taking away loud frames leaves a rounding residue, so a
+      // silent stretch would not sum to exactly 0 and which of two silences wins would depend on what came before.
+      let sum = 0;
+      for (let j = at; j <= k; j++) sum += energies[j]!;
       if (sum < best) { best = sum; first = last = at; }
       else if (sum === best && last === at - 1) last = at;
     }
