@@ -6,7 +6,7 @@
 //   npx tsx bench/classifier.ts        (or: npm run bench:classifier)
 
 import {availableParallelism} from "node:os";
-import {startServer, type RunningServer} from "../test/e2e/harness.ts";
+import {startServer, type RunningServer} from "../support/server.ts";
 
 const ITEMS = 100;
 const RULES = [

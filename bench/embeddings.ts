@@ -4,7 +4,7 @@
 //
 //   npx tsx bench/embeddings.ts        (or: npm run bench:embeddings)
 
-import {startServer} from "../test/e2e/harness.ts";
+import {startServer} from "../support/server.ts";
 
 const MODEL = "nx3-embedding-0.6b";
 const SUBJECTS = ["The cat", "A young engineer", "The city council", "My neighbour", "A small bakery", "The orchestra", "Our team", "The old train"];

@@ -9,7 +9,7 @@
 import {mkdtemp, rm} from "node:fs/promises";
 import {tmpdir} from "node:os";
 import {join} from "node:path";
-import {startServer, type RunningServer} from "../test/e2e/harness.ts";
+import {startServer, type RunningServer} from "../support/server.ts";
 
 type Msg = {role: "system" | "user" | "assistant"; content: string};
 

@@ -9,8 +9,8 @@
 
 import {homedir} from "node:os";
 import {join} from "node:path";
-import {ensureLlamaServer} from "./llama-server/build.ts";
-import {startLlamaServer, startSvc, type Server, type Shape} from "./llama-server/servers.ts";
+import {ensureLlamaServer} from "../support/llama-server/build.ts";
+import {startLlamaServer, startSvc, type Server, type Shape} from "../support/llama-server/servers.ts";
 import {DEFAULT_MAIN_MODEL_SPEC, resolveModel} from "../src/models/resolve.ts";
 import {createLogger} from "../src/observability/log.ts";
 

@@ -7,7 +7,7 @@
 
 import {availableParallelism} from "node:os";
 import {CORPUS} from "../test/fixtures/schemas/corpus.ts";
-import {startServer} from "../test/e2e/harness.ts";
+import {startServer} from "../support/server.ts";
 
 const NAMES = ["invoice", "user-profile", "event", "step-plan", "entities", "product", "chat-turns", "search-query"];
 const ROUNDS = 3;

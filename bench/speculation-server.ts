@@ -10,7 +10,7 @@
 //
 // Env: SPEC_MAX_TOKENS (96), SPEC_THREADS (the server default: all cores).
 
-import {startServer, type RunningServer} from "../test/e2e/harness.ts";
+import {startServer, type RunningServer} from "../support/server.ts";
 import {COPY_PROMPTS, DETERMINISM_PROMPTS} from "./speculation-prompts.ts";
 
 const MAX_TOKENS = Number(process.env.SPEC_MAX_TOKENS ?? 96);

@@ -24,8 +24,8 @@ import {execFileSync} from "node:child_process";
 import {mkdtempSync, readFileSync, rmSync, writeFileSync} from "node:fs";
 import {availableParallelism, cpus, tmpdir} from "node:os";
 import {join} from "node:path";
-import {startServer, type RunningServer} from "../test/e2e/harness.ts";
-import {wordErrorRate} from "../test/e2e/word-error-rate.ts";
+import {startServer, type RunningServer} from "../support/server.ts";
+import {wordErrorRate} from "../support/word-error-rate.ts";
 import {median, streamChat, type ChatBody} from "./llama-server/client.ts";
 
 const MODEL = "nx3-asr-0.6b";

@@ -15,10 +15,10 @@ import {join} from "node:path";
 import {DEFAULT_MAIN_MODEL_SPEC} from "../src/models/known-files.ts";
 import {resolveModel} from "../src/models/resolve.ts";
 import {createLogger} from "../src/observability/log.ts";
-import {ensureLlamaServer} from "./llama-server/build.ts";
+import {ensureLlamaServer} from "../support/llama-server/build.ts";
 import {aggregateTps, chatOnceDecodeTps, decodeTps, median, percentile, streamChat, ttftMs, type ChatBody, type Stream} from "./llama-server/client.ts";
 import {libraryDecode} from "./llama-server/library.ts";
-import {startLlamaServer, startSvc, type Server, type Shape} from "./llama-server/servers.ts";
+import {startLlamaServer, startSvc, type Server, type Shape} from "../support/llama-server/servers.ts";
 
 const QUICK = process.env.BENCH_QUICK === "1";
 /** BENCH_ONLY=a,b,c,d,f runs only those workloads (all by default). */

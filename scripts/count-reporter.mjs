@@ -1,15 +1,22 @@
-// A node:test reporter that only counts: appends one JSON line {passed, failed, skipped} per run to the file it
-// writes to. scripts/test.mjs runs the tiers in more than one invocation and prints the sum as the last line.
+// A node:test reporter that only counts: appends one JSON line {passed, failed, skipped, files} per run to the file it
+// writes to, `files` holding each test file's wall time in ms (node reports a file's end as a test:complete named by
+// its path). scripts/test.mjs runs the tiers in more than one invocation, prints each tier's slowest files and the
+// sum as the last line.
 export default async function* countReporter(source) {
   let passed = 0;
   let failed = 0;
   let skipped = 0;
+  const files = {};
   for await (const event of source) {
+    if (event.type === "test:complete" && event.data.file && event.data.name === event.data.file) {
+      files[event.data.file] = Math.round(event.data.details?.duration_ms ?? 0);
+      continue;
+    }
     if (event.type !== "test:pass" && event.type !== "test:fail") continue;
     if (event.data.details?.type === "suite") continue;
     if (event.data.skip || event.data.todo) skipped++;
     else if (event.type === "test:pass") passed++;
     else failed++;
   }
-  yield `${JSON.stringify({passed, failed, skipped})}\n`;
+  yield `${JSON.stringify({passed, failed, skipped, files})}\n`;
 }

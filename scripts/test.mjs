@@ -11,7 +11,7 @@
 import {spawn} from "node:child_process";
 import {existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync} from "node:fs";
 import {tmpdir} from "node:os";
-import {join} from "node:path";
+import {join, relative} from "node:path";
 
 const TIERS = ["unit", "integration", "e2e", "remote", "slow"];
 const DEFAULT = ["unit", "integration", "e2e", "remote"];
@@ -53,7 +53,7 @@ function alive(pid) {
   }
 }
 
-/** Stops the shared servers recorded in the pool index (test/e2e/harness.ts writes it): SIGTERM, then SIGKILL after 10 s. */
+/** Stops the shared servers recorded in the pool index (support/server.ts writes it): SIGTERM, then SIGKILL after 10 s. */
 async function stopServers() {
   const index = join(pool, "pool.json");
   const pids = existsSync(index) ? JSON.parse(readFileSync(index, "utf8")).map((e) => e.pid).filter(alive) : [];
@@ -89,7 +89,11 @@ for (const [i, g] of groups.entries()) {
   if (code !== 0) status = code;
   const c = existsSync(countFile(i)) ? JSON.parse(readFileSync(countFile(i), "utf8").trim().split("\n").pop()) : {passed: 0, failed: 0, skipped: 0};
   for (const k of Object.keys(sum)) sum[k] += c[k];
-  lines.push(`${g.tier}: ${c.passed} passed, ${c.failed} failed, ${c.skipped} skipped in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  const line = `${g.tier}: ${c.passed} passed, ${c.failed} failed, ${c.skipped} skipped in ${((performance.now() - t0) / 1000).toFixed(1)} s`;
+  lines.push(line);
+  // After each tier: its count and wall time, and its ten slowest files (where a tier's minutes go).
+  const slowest = Object.entries(c.files ?? {}).sort((a, b) => b[1] - a[1]).slice(0, 10);
+  process.stdout.write(`\n${line}; slowest files:\n${slowest.map(([f, ms]) => `  ${(ms / 1000).toFixed(1).padStart(7)} s  ${relative(process.cwd(), f)}`).join("\n")}\n`);
 }
 await stopServers();
 rmSync(work, {recursive: true, force: true});

@@ -12,7 +12,7 @@ import {tmpdir} from "node:os";
 import {join} from "node:path";
 import {fileURLToPath} from "node:url";
 import {after, before, describe, test} from "node:test";
-import {get, post, startServer, type RunningServer} from "./harness.ts";
+import {get, post, startServer, type RunningServer} from "../../support/server.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 

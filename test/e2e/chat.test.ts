@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
 import type OpenAI from "openai";
-import {post, readSse, startServer, TIMING_FIELDS, type RunningServer} from "./harness.ts";
+import {post, readSse, startServer, TIMING_FIELDS, type RunningServer} from "../../support/server.ts";
 
 let server: RunningServer;
 let client: OpenAI;

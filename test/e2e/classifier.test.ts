@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
 import OpenAI from "openai";
-import {post, startServer, type RunningServer} from "./harness.ts";
+import {post, startServer, type RunningServer} from "../../support/server.ts";
 
 let server: RunningServer;
 

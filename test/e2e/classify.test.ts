@@ -10,7 +10,7 @@ import {join} from "node:path";
 import {after, before, describe, test} from "node:test";
 import {buildSentimentClassifier} from "../fixtures/classifier/build.ts";
 import {encodeSafetensors, SafetensorsFile} from "../../src/models/hf-convert/safetensors.ts";
-import {post, startServer, type RunningServer} from "./harness.ts";
+import {post, startServer, type RunningServer} from "../../support/server.ts";
 
 let root: string;
 let clfDir: string;

@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
 import Anthropic from "@anthropic-ai/sdk";
-import {reusableEnd, reuseMatch, startServer, type RunningServer} from "./harness.ts";
+import {reusableEnd, reuseMatch, startServer, type RunningServer} from "../../support/server.ts";
 
 let server: RunningServer;
 before(async () => {

@@ -4,7 +4,7 @@
 
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
-import {expectedRegions, get, post, TEST_REPLICAS, TIMING_FIELDS, type RunningServer, sharedServer} from "./harness.ts";
+import {expectedRegions, get, post, TEST_REPLICAS, TIMING_FIELDS, type RunningServer, sharedServer} from "../../support/server.ts";
 
 let server: RunningServer;
 

@@ -14,7 +14,7 @@
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
 import type OpenAI from "openai";
-import {get, reuseMatch, sealCount, sealedReplies, startServer, type RunningServer} from "./harness.ts";
+import {get, reuseMatch, sealCount, sealedReplies, startServer, type RunningServer} from "../../support/server.ts";
 
 type Msg = OpenAI.Chat.Completions.ChatCompletionMessageParam;
 

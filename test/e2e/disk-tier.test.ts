@@ -8,7 +8,7 @@ import {tmpdir} from "node:os";
 import {join} from "node:path";
 import {after, before, describe, test} from "node:test";
 import type OpenAI from "openai";
-import {get, startServer, type RunningServer} from "./harness.ts";
+import {get, startServer, type RunningServer} from "../../support/server.ts";
 
 type Msg = OpenAI.Chat.Completions.ChatCompletionMessageParam;
 

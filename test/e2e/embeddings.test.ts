@@ -5,7 +5,7 @@
 
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
-import {get, post, startServer, type RunningServer} from "./harness.ts";
+import {get, post, startServer, type RunningServer} from "../../support/server.ts";
 
 const MODEL = "nx3-embedding-0.6b";
 const BASE = {SVC_NPU_MODELS: MODEL, SVC_CTX_SIZE: "1024", SVC_PARALLEL: "1"};

@@ -23,7 +23,7 @@ import {FAMILIES} from "../../src/templates/families/index.ts";
 import {buildScenario, type Scenario} from "../fixtures/scripted-model/build.ts";
 import {argsObject, chatTools, familyCases, QUESTION, tools, type FamilyCase, type ToolDef} from "../fixtures/scripted-model/families.ts";
 import {render} from "../fixtures/grammar/call-phases.ts";
-import {startServer, type RunningServer} from "./harness.ts";
+import {startServer, type RunningServer} from "../../support/server.ts";
 
 let cases: Map<string, FamilyCase>;
 let dir: string;

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
 import type OpenAI from "openai";
-import {post, readSse, startServer, type RunningServer, sharedServer} from "./harness.ts";
+import {post, readSse, startServer, type RunningServer, sharedServer} from "../../support/server.ts";
 
 const GUARD = "nx3guard-stream-0.6b";
 const LABELS = ["Safe", "Unsafe", "Controversial"];

@@ -14,7 +14,7 @@ import type {MessageCreateParamsNonStreaming, MessageParam, ThinkingBlock, ToolU
 import ajvModule from "ajv/dist/2020.js";
 import {buildScenario} from "../fixtures/scripted-model/build.ts";
 import {QWEN3_CODER_STYLE_TEMPLATE} from "../fixtures/scripted-model/templates.ts";
-import {reusableEnd, reuseMatch, sealCount, sealedReplies, startServer, type RunningServer} from "./harness.ts";
+import {reusableEnd, reuseMatch, sealCount, sealedReplies, startServer, type RunningServer} from "../../support/server.ts";
 
 const ajv = new ajvModule.default({strict: false, allErrors: true});
 const CAP = 48;

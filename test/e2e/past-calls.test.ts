@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
 import Anthropic from "@anthropic-ai/sdk";
 import type OpenAI from "openai";
-import {post, startServer, type RunningServer} from "./harness.ts";
+import {post, startServer, type RunningServer} from "../../support/server.ts";
 
 let server: RunningServer;
 let anthropic: Anthropic;

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import {request} from "node:http";
 import {after, before, describe, test} from "node:test";
 import type {Browser, Page} from "playwright-core";
-import {get, startServer, type RunningServer} from "./harness.ts";
+import {get, startServer, type RunningServer} from "../../support/server.ts";
 import {collectErrors, launch, screenshot} from "./browser.ts";
 
 const KEY = "playground-test-key";

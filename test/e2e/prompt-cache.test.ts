@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
 import type OpenAI from "openai";
-import {get, reusableEnd, reuseMatch, sealCount, sealedReplies, startServer, type RunningServer} from "./harness.ts";
+import {get, reusableEnd, reuseMatch, sealCount, sealedReplies, startServer, type RunningServer} from "../../support/server.ts";
 
 type Msg = OpenAI.Chat.Completions.ChatCompletionMessageParam;
 type Usage = {prompt_tokens: number; completion_tokens: number; prompt_tokens_details?: {cached_tokens?: number}};

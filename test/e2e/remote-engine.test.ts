@@ -9,9 +9,9 @@ import {fileURLToPath} from "node:url";
 import {after, before, describe, test} from "node:test";
 import Anthropic from "@anthropic-ai/sdk";
 import type OpenAI from "openai";
-import type {Server} from "../../bench/llama-server/servers.ts";
-import {get, post, startServer, type RunningServer} from "./harness.ts";
-import {freePort, REPLICA_CTX, REPLICA_SLOTS, startReplicas} from "./llama-replicas.ts";
+import type {Server} from "../../support/llama-server/servers.ts";
+import {get, post, startServer, type RunningServer} from "../../support/server.ts";
+import {freePort, REPLICA_CTX, REPLICA_SLOTS, startReplicas} from "../../support/llama-replicas.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 

@@ -6,7 +6,7 @@
 
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
-import {post, startServer, type RunningServer} from "./harness.ts";
+import {post, startServer, type RunningServer} from "../../support/server.ts";
 
 let server: RunningServer;
 

@@ -14,7 +14,7 @@ import type {Response, ResponseCreateParamsNonStreaming, ResponseFunctionToolCal
   from "openai/resources/responses/responses";
 import {buildScenario} from "../fixtures/scripted-model/build.ts";
 import {QWEN3_CODER_STYLE_TEMPLATE} from "../fixtures/scripted-model/templates.ts";
-import {reusableEnd, reuseMatch, startServer, TIMING_FIELDS, type RunningServer} from "./harness.ts";
+import {reusableEnd, reuseMatch, startServer, TIMING_FIELDS, type RunningServer} from "../../support/server.ts";
 
 const ajv = new ajvModule.default({strict: false, allErrors: true});
 type WithTimings = {timings: Record<string, number>};

@@ -13,7 +13,7 @@ import {
   buildScenario, spellScript, spellUnique, tokenizerSource, vocabIndex, writeScriptedModel, type Scenario,
 } from "../fixtures/scripted-model/build.ts";
 import {GENERATION_PROMPT, QWEN3_CODER_STYLE_TEMPLATE} from "../fixtures/scripted-model/templates.ts";
-import {post, startServer, type RunningServer} from "./harness.ts";
+import {post, startServer, type RunningServer} from "../../support/server.ts";
 
 const PLAIN_REPLY = "<think>\nhi\n</think>\n\nOK<|im_end|>";
 const TOOL_REPLY = "<think>\nweather?\n</think>\n\n<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n" +

@@ -8,7 +8,7 @@ import {mkdtemp, rm} from "node:fs/promises";
 import {tmpdir} from "node:os";
 import {join} from "node:path";
 import {after, before, beforeEach, describe, test} from "node:test";
-import {get, reusableEnd, reuseMatch, startServer, type RunningServer} from "./harness.ts";
+import {get, reusableEnd, reuseMatch, startServer, type RunningServer} from "../../support/server.ts";
 
 type Msg = {role: "system" | "user" | "assistant"; content: string};
 interface ChatBody {

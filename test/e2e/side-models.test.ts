@@ -5,7 +5,7 @@
 
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
-import {get, post, startServer, type RunningServer, sharedServer} from "./harness.ts";
+import {get, post, startServer, type RunningServer, sharedServer} from "../../support/server.ts";
 
 const SIDE = "nx3.5-2b";
 const MAIN = "svc-nx3.8-flash-next";

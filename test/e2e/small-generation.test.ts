@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
 import OpenAI from "openai";
-import {get, post, readSse, startServer, TIMING_FIELDS, type RunningServer} from "./harness.ts";
+import {get, post, readSse, startServer, TIMING_FIELDS, type RunningServer} from "../../support/server.ts";
 
 const M = "nx3.5-2b";
 let server: RunningServer;

@@ -11,8 +11,8 @@ import {tmpdir} from "node:os";
 import {join} from "node:path";
 import {after, before, describe, test} from "node:test";
 import {toFile} from "openai";
-import {get, startServer, type RunningServer} from "./harness.ts";
-import {wordErrorRate} from "./word-error-rate.ts";
+import {get, startServer, type RunningServer} from "../../support/server.ts";
+import {wordErrorRate} from "../../support/word-error-rate.ts";
 
 const MODEL = "nx3-asr-0.6b";
 const SENTENCES = [

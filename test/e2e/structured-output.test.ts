@@ -8,7 +8,7 @@ import {after, before, describe, test} from "node:test";
 import type OpenAI from "openai";
 import {CORPUS} from "../fixtures/schemas/corpus.ts";
 import {ask, checkReply, inFlight} from "./structured-output-check.ts";
-import {get, post, sharedServer, type RunningServer} from "./harness.ts";
+import {get, post, sharedServer, type RunningServer} from "../../support/server.ts";
 
 let server: RunningServer;
 

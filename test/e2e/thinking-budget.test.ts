@@ -11,7 +11,7 @@ import {after, before, describe, test} from "node:test";
 import Anthropic from "@anthropic-ai/sdk";
 import type {MessageCreateParamsNonStreaming, TextBlock, ThinkingBlock} from "@anthropic-ai/sdk/resources/messages";
 import {buildScenario} from "../fixtures/scripted-model/build.ts";
-import {startServer, type RunningServer} from "./harness.ts";
+import {startServer, type RunningServer} from "../../support/server.ts";
 
 // ChatML whose generation prompt opens the reasoning block (as some thinking templates do); it names
 // enable_thinking so the server treats it as a thinking template.

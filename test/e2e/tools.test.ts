@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
 import ajvModule from "ajv/dist/2020.js";
 import type OpenAI from "openai";
-import {get, type RunningServer, sharedServer} from "./harness.ts";
+import {get, type RunningServer, sharedServer} from "../../support/server.ts";
 
 let server: RunningServer;
 const ajv = new ajvModule.default({strict: false, allErrors: true});

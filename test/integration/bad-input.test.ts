@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import {after, afterEach, before, describe, test} from "node:test";
 import OpenAI from "openai";
-import {post as postOverSocket} from "../e2e/harness.ts";
+import {post as postOverSocket} from "../../support/server.ts";
 import {startInProcessApp, type InProcessApp, type TestResponse} from "../doubles/app.ts";
 
 let server: InProcessApp;

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
 import OpenAI from "openai";
-import {readSse} from "../e2e/harness.ts";
+import {readSse} from "../../support/server.ts";
 import {startInProcessApp, type InProcessApp} from "../doubles/app.ts";
 import type {Script} from "../doubles/engine-double.ts";
 

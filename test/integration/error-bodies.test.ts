@@ -12,7 +12,7 @@ import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
 import Anthropic from "@anthropic-ai/sdk";
 import OpenAI from "openai";
-import {readSse} from "../e2e/harness.ts";
+import {readSse} from "../../support/server.ts";
 import {startInProcessApp, type InProcessApp, type TestResponse} from "../doubles/app.ts";
 import type {Script} from "../doubles/engine-double.ts";
 

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
 import Anthropic from "@anthropic-ai/sdk";
 import type {MessageCreateParamsNonStreaming} from "@anthropic-ai/sdk/resources/messages";
-import {post, TIMING_FIELDS} from "../e2e/harness.ts";
+import {post, TIMING_FIELDS} from "../../support/server.ts";
 import {startInProcessApp, type InProcessApp} from "../doubles/app.ts";
 
 const CAP = 48;

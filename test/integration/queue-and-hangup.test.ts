@@ -6,7 +6,7 @@
 
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
-import {post} from "../e2e/harness.ts";
+import {post} from "../../support/server.ts";
 import {startInProcessApp, type InProcessApp} from "../doubles/app.ts";
 import type {Script} from "../doubles/engine-double.ts";
 

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
 import OpenAI from "openai";
 import type {ResponseCreateParamsNonStreaming, ResponseInputItem, ResponseStreamEvent} from "openai/resources/responses/responses";
-import {readSse, TIMING_FIELDS} from "../e2e/harness.ts";
+import {readSse, TIMING_FIELDS} from "../../support/server.ts";
 import {startInProcessApp, type InProcessApp} from "../doubles/app.ts";
 import type {Script} from "../doubles/engine-double.ts";
 

@@ -29,7 +29,7 @@ import {buildScenario, writeScriptedModel, type Scenario} from "../fixtures/scri
 import {AFTER_TOOL_PROMPT, AGENT_TEMPLATE, GENERATION_PROMPT} from "../fixtures/scripted-model/templates.ts";
 import {sseData, startRecorder, type Exchange, type Recorder} from "../fixtures/coding-agent/recorder.ts";
 import {writeFixture} from "../fixtures/coding-agent/sanitise.ts";
-import {get, startServer, type RunningServer} from "../e2e/harness.ts";
+import {get, startServer, type RunningServer} from "../../support/server.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const FIXTURES = join(ROOT, "test/fixtures/coding-agent");

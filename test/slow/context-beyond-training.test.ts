@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import {request} from "node:http";
 import {after, before, describe, test} from "node:test";
-import {get, post, startServer, type RunningServer} from "../e2e/harness.ts";
+import {get, post, startServer, type RunningServer} from "../../support/server.ts";
 
 const ASKED = 16_384;
 const TRAINED = 8_192;

@@ -3,7 +3,7 @@
 
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
-import {longPost, post, startServer, type RunningServer} from "../e2e/harness.ts";
+import {longPost, post, startServer, type RunningServer} from "../../support/server.ts";
 
 let s0: RunningServer;
 

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
 import {DECIDE} from "../e2e/decide-fixture.ts";
-import {longPost, startServer, type RunningServer} from "../e2e/harness.ts";
+import {longPost, startServer, type RunningServer} from "../../support/server.ts";
 
 let s0: RunningServer;
 let s1: RunningServer;

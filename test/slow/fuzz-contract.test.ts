@@ -14,7 +14,7 @@ import {existsSync, mkdtempSync, rmSync, writeFileSync} from "node:fs";
 import {homedir, tmpdir} from "node:os";
 import {join} from "node:path";
 import {after, before, describe, test} from "node:test";
-import {startServer, type RunningServer} from "../e2e/harness.ts";
+import {startServer, type RunningServer} from "../../support/server.ts";
 
 const SCHEMATHESIS_VERSION = "4.32.5";
 const KEY = "sk-fuzz-0123456789";

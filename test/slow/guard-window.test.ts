@@ -3,7 +3,7 @@
 
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
-import {readSse, sharedServer, type RunningServer} from "../e2e/harness.ts";
+import {readSse, sharedServer, type RunningServer} from "../../support/server.ts";
 
 const GUARD = "nx3guard-stream-0.6b";
 let server: RunningServer;

@@ -12,7 +12,7 @@ import {after, before, describe, test} from "node:test";
 import type OpenAI from "openai";
 import {buildScenario} from "../fixtures/scripted-model/build.ts";
 import {QWEN3_CODER_STYLE_TEMPLATE} from "../fixtures/scripted-model/templates.ts";
-import {startServer, type RunningServer} from "../e2e/harness.ts";
+import {startServer, type RunningServer} from "../../support/server.ts";
 
 type Completion = OpenAI.Chat.Completions.ChatCompletion;
 type Message = Completion["choices"][number]["message"] & {reasoning_content?: string};

@@ -3,7 +3,7 @@
 
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
-import {post, startServer, type RunningServer} from "../e2e/harness.ts";
+import {post, startServer, type RunningServer} from "../../support/server.ts";
 
 const M = "nx3.5-2b";
 let server: RunningServer;

@@ -8,7 +8,7 @@ import {execFileSync} from "node:child_process";
 import {readFileSync} from "node:fs";
 import {request} from "node:http";
 import {after, before, describe, test} from "node:test";
-import {startServer, type RunningServer} from "../e2e/harness.ts";
+import {startServer, type RunningServer} from "../../support/server.ts";
 
 const HANG_UPS = Number(process.env.SOAK_HANG_UPS ?? 1000);
 /** One client per region: each hang-up frees the region the next stream takes. */

@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
 import {CORPUS} from "../fixtures/schemas/corpus.ts";
-import {sharedServer, type RunningServer} from "../e2e/harness.ts";
+import {sharedServer, type RunningServer} from "../../support/server.ts";
 import {ask, checkReply, inFlight} from "../e2e/structured-output-check.ts";
 
 let server: RunningServer;

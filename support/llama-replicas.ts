@@ -6,10 +6,10 @@ import {join} from "node:path";
 import {rmSync} from "node:fs";
 import {mkdtemp} from "node:fs/promises";
 import {homedir, tmpdir} from "node:os";
-import {ensureLlamaServer} from "../../bench/llama-server/build.ts";
-import {startLlamaServer, type Server} from "../../bench/llama-server/servers.ts";
-import {DEFAULT_MAIN_MODEL_SPEC, resolveModel} from "../../src/models/resolve.ts";
-import {createLogger} from "../../src/observability/log.ts";
+import {ensureLlamaServer} from "./llama-server/build.ts";
+import {startLlamaServer, type Server} from "./llama-server/servers.ts";
+import {DEFAULT_MAIN_MODEL_SPEC, resolveModel} from "../src/models/resolve.ts";
+import {createLogger} from "../src/observability/log.ts";
 
 export const REPLICA_SLOTS = 2;
 export const REPLICA_CTX = 2048;

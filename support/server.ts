@@ -10,7 +10,7 @@ import {fileURLToPath} from "node:url";
 import OpenAI from "openai";
 import {REPLICA_SLOTS, startReplicas} from "./llama-replicas.ts";
 
-const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const ROOT = fileURLToPath(new URL("..", import.meta.url));
 
 export interface RunningServer {
   url: string;
