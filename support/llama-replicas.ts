@@ -25,9 +25,10 @@ export async function freePort(): Promise<number> {
   });
 }
 
-export async function defaultGguf(): Promise<string> {
+/** The GGUF file a model spec (SVC_MODEL's forms; default: the default model) resolves to, as the server resolves it. */
+export async function ggufOf(spec: string = DEFAULT_MAIN_MODEL_SPEC): Promise<string> {
   const modelsDir = process.env.SVC_MODELS_DIR ?? join(homedir(), ".cache", "svc", "models");
-  const resolved = await resolveModel(DEFAULT_MAIN_MODEL_SPEC, {modelsDir, logger: createLogger("error"), progress: "lines"});
+  const resolved = await resolveModel(spec, {modelsDir, logger: createLogger("error"), progress: "lines"});
   return resolved.path;
 }
 
@@ -39,12 +40,12 @@ async function slotDir(): Promise<string> {
 }
 
 /**
- * Starts `count` replicas (2 slots of 2,048 positions, one thread each: the machine has two cores) of `model` (default:
- * the default GGUF). Each saves slot files (for named sessions) into a temporary directory of its own unless `slotFiles` is false.
+ * Starts `count` replicas (2 slots of 2,048 positions, one thread each: the machine has two cores) of `model` (a GGUF path or
+ * model spec; default: the default model). Each saves slot files (for named sessions) into a temporary directory of its own unless `slotFiles` is false.
  */
 export async function startReplicas(count: number, extraArgs: string[] = [], slotFiles = true, model?: string): Promise<Server[]> {
   const build = ensureLlamaServer({log: (line) => process.stderr.write(`llama-server build: ${line}\n`)});
-  const gguf = model ?? await defaultGguf();
+  const gguf = await ggufOf(model);
   const out: Server[] = [];
   for (let i = 0; i < count; i++) {
     const slotArgs = slotFiles ? ["--slot-save-path", `${await slotDir()}/`] : [];

@@ -1,5 +1,7 @@
-// Starts the real server (npm start's entry) as a child process on a free port, on the real default model,
-// and hands tests its address, its log lines and an OpenAI client pointed at it.
+// Starts the real server (npm start's entry) as a child process on a free port and hands tests its address, its
+// log lines and an OpenAI client pointed at it. A server runs the test model (support/test-model.ts: the default
+// model's architecture, tokenizer and template at a tiny size) unless its settings name a model: a test whose
+// assertion needs a trained model's judgement asks for one with `trainedModel()` and says why in a line.
 
 import {spawn, type ChildProcess} from "node:child_process";
 import {createHash} from "node:crypto";
@@ -8,7 +10,9 @@ import {request} from "node:http";
 import {join} from "node:path";
 import {fileURLToPath} from "node:url";
 import OpenAI from "openai";
+import {DEFAULT_MAIN_MODEL_SPEC} from "../src/models/known-files.ts";
 import {REPLICA_SLOTS, startReplicas} from "./llama-replicas.ts";
+import {testModelPath} from "./test-model.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 
@@ -66,8 +70,22 @@ async function remoteEnv(model: string | undefined): Promise<Record<string, stri
   return {SVC_ENGINE: await replicaUrls.get(key)!};
 }
 
+/**
+ * Settings for a server on the default trained model (SmolLM2-135M-Instruct), for the tests whose assertions need a
+ * trained model (a sensible answer, an unforced tool call, label probabilities that mean something): each says why.
+ */
+export function trainedModel(env: Record<string, string> = {}): Record<string, string> {
+  return {SVC_MODEL: DEFAULT_MAIN_MODEL_SPEC, ...env};
+}
+
+/** The settings with SVC_MODEL set: the test model unless they name one. */
+async function withModel(env: Record<string, string>): Promise<Record<string, string>> {
+  return env.SVC_MODEL ? env : {SVC_MODEL: await testModelPath(), ...env};
+}
+
 /** A server of this file's own, stopped by `stop()`; for tests that need a fresh server's state or settings of their own. */
-export async function startServer(env: Record<string, string> = {}, timeoutMs = 180_000): Promise<RunningServer> {
+export async function startServer(settings: Record<string, string> = {}, timeoutMs = 180_000): Promise<RunningServer> {
+  const env = await withModel(settings);
   const remote = await remoteEnv(env.SVC_MODEL);
   const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
     cwd: ROOT,
@@ -240,7 +258,8 @@ function pooledView(entry: PoolEntry, fromByte: number): RunningServer {
  * A server with these settings, shared with the other test files of the run that ask for the same settings
  * (see above). Use it only where the file's assertions do not depend on what the server served before.
  */
-export async function sharedServer(env: Record<string, string> = {}, timeoutMs = 180_000): Promise<RunningServer> {
+export async function sharedServer(settings: Record<string, string> = {}, timeoutMs = 180_000): Promise<RunningServer> {
+  const env = await withModel(settings);
   const dir = process.env.TEST_SERVER_POOL;
   if (!dir || process.env.TEST_REPLICAS) return startServer(env, timeoutMs);
   const key = createHash("sha256").update(JSON.stringify(Object.entries(env).sort(([a], [b]) => a.localeCompare(b)))).digest("hex").slice(0, 16);

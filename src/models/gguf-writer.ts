@@ -5,6 +5,7 @@
 // Format: https://github.com/ggml-org/ggml/blob/master/docs/gguf.md (all little-endian).
 
 import {open} from "node:fs/promises";
+import {GGML_TYPE, quantize, type GgmlType} from "./gguf-quantize.ts";
 
 // A plain object rather than an enum: tsx transpiles file by file, and const enums do not cross files.
 export const GgufType = {
@@ -149,11 +150,11 @@ export interface GgufTensor {
   name: string;
   /** ggml order: ne0 (the contiguous one) first. */
   dims: number[];
-  /** Only F32 (ggml type 0) is written by the fixtures; `data` must hold exactly the product of dims floats. */
+  /** `data` must hold exactly the product of dims floats. */
   data: Float32Array;
+  /** How the values are stored (default F32); Q8_0 and Q4_1 need rows (dims[0]) of a multiple of 32. */
+  type?: GgmlType;
 }
-
-const GGML_TYPE_F32 = 0;
 
 export interface WriteGgufOptions {
   /** Called with the bytes written so far (for a progress display). */
@@ -181,20 +182,24 @@ export async function writeGguf(path: string, metadata: GgufMetadata, tensors: G
     }
   }
   let offset = 0;
+  const stored: Uint8Array[] = [];
   for (const t of tensors) {
     const n = t.dims.reduce((a, b) => a * b, 1);
     if (t.data.length !== n) throw new Error(`GGUF: tensor ${t.name} has ${t.data.length} values for dims ${t.dims.join("x")}`);
+    const type = t.type ?? GGML_TYPE.F32;
+    if (type !== GGML_TYPE.F32 && t.dims[0]! % 32 !== 0) throw new Error(`GGUF: tensor ${t.name} has rows of ${t.dims[0]} values; type ${type} needs a multiple of 32`);
+    const bytes = quantize(type, t.data);
+    stored.push(bytes);
     w.str(t.name);
     w.u32(t.dims.length);
     for (const d of t.dims) w.u64(d);
-    w.u32(GGML_TYPE_F32);
+    w.u32(type);
     w.u64(offset);
-    offset = alignUp(offset + t.data.byteLength, alignment);
+    offset = alignUp(offset + bytes.byteLength, alignment);
   }
   const head = w.done();
   const parts: Uint8Array[] = [head, new Uint8Array(alignUp(head.length, alignment) - head.length)];
-  for (const t of tensors) {
-    const bytes = new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength);
+  for (const bytes of stored) {
     parts.push(bytes, new Uint8Array(alignUp(bytes.length, alignment) - bytes.length));
   }
   // Float32Array is host-endian; every platform Node runs on here is little-endian, as GGUF is.
