@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import {describe, test} from "node:test";
 import {decodeMessages, LogOnce, type MessagesDecodeContext} from "../../src/api/dialects/messages/decode.ts";
 import {signReasoning} from "../../src/api/dialects/messages/signature.ts";
+import {callIdOf, toolUseId} from "../../src/api/dialects/messages/tool-use-ids.ts";
 import {SchemaCache} from "../../src/grammar/index.ts";
 import {newCounters} from "../../src/observability/counters.ts";
 import {createMemoryLogger} from "../../src/observability/log.ts";
@@ -41,16 +42,16 @@ describe("decodeMessages: conversation", () => {
     assert.deepEqual(prompt(body({system: "Be brief."})).messages[0], {role: "system", content: "Be brief."});
   });
 
-  test("tool_use becomes tool_calls; tool_result becomes tool messages in order, is_error said in the text", () => {
+  test("tool_use becomes tool_calls; tool_result becomes tool messages in order, is_error said in the text; toolu_ ids are the server's call_ ids", () => {
     const p = prompt(body({messages: [user("Weather?"),
       assistant([{type: "text", text: "Checking."}, {type: "tool_use", id: "toolu_a", name: "w", input: {city: "Oslo"}}, {type: "tool_use", id: "toolu_b", name: "w", input: {}}]),
       user([{type: "tool_result", tool_use_id: "toolu_a", content: "sunny"}, {type: "tool_result", tool_use_id: "toolu_b", is_error: true, content: [{type: "text", text: "timeout"}]},
         {type: "text", text: "Thanks"}])]}));
     assert.deepEqual(p.messages.slice(1), [
-      {role: "assistant", content: "Checking.", tool_calls: [{id: "toolu_a", type: "function", function: {name: "w", arguments: "{\"city\":\"Oslo\"}"}},
-        {id: "toolu_b", type: "function", function: {name: "w", arguments: "{}"}}]},
-      {role: "tool", content: "sunny", tool_call_id: "toolu_a"},
-      {role: "tool", content: "Error: timeout", tool_call_id: "toolu_b"},
+      {role: "assistant", content: "Checking.", tool_calls: [{id: "call_a", type: "function", function: {name: "w", arguments: "{\"city\":\"Oslo\"}"}},
+        {id: "call_b", type: "function", function: {name: "w", arguments: "{}"}}]},
+      {role: "tool", content: "sunny", tool_call_id: "call_a"},
+      {role: "tool", content: "Error: timeout", tool_call_id: "call_b"},
       {role: "user", content: "Thanks"},
     ]);
     assert.equal(p.addGenerationPrompt, true);
@@ -199,4 +200,13 @@ describe("decodeMessages: refusals name the field", () => {
       assert.equal(refused(body(b), "count").message, err.message);
     });
   }
+});
+
+describe("tool-use ids", () => {
+  test("a call id shown as toolu_ comes back as the call id the pipeline remembers; other ids pass through", () => {
+    assert.equal(toolUseId("call_9f2"), "toolu_9f2");
+    assert.equal(callIdOf(toolUseId("call_9f2")), "call_9f2");
+    assert.equal(callIdOf("toolu_01A09q90qw90lq917835lq9"), "call_01A09q90qw90lq917835lq9");
+    assert.equal(callIdOf("fc_123"), "fc_123", "an id of another form is kept as it is");
+  });
 });

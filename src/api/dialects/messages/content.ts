@@ -11,6 +11,7 @@ import {invalidField} from "../../../core/errors.ts";
 import type {TemplateMessage, TemplateToolCall} from "../../../templates/chat-template.ts";
 import type {ContentBlockBody, MessageBody, MessagesBody} from "./schema.ts";
 import {isOwnSignature, reasoningFromSignature} from "./signature.ts";
+import {callIdOf} from "./tool-use-ids.ts";
 
 const JOIN = "\n\n";
 
@@ -107,7 +108,7 @@ function assistantMessage(m: MessageBody, i: number, toolUseIds: Set<string>): T
         if (typeof input !== "object" || input === null || Array.isArray(input)) throw invalidField(`${field}.input`, "must be an object (the tool's arguments)");
         if (toolUseIds.has(id)) throw invalidField(`${field}.id`, `"${id}" is used by two tool_use blocks of this message`);
         toolUseIds.add(id);
-        calls.push({id, type: "function", function: {name, arguments: JSON.stringify(input)}});
+        calls.push({id: callIdOf(id), type: "function", function: {name, arguments: JSON.stringify(input)}});
         return;
       }
       case "tool_result":
@@ -148,7 +149,7 @@ function userMessages(m: MessageBody, i: number, answerable: ReadonlySet<string>
         if (answered.has(id)) throw invalidField(`${field}.tool_use_id`, `"${id}" is answered twice in this message`);
         answered.add(id);
         flush();
-        out.push({role: "tool", content: toolResultText(b, field), tool_call_id: id});
+        out.push({role: "tool", content: toolResultText(b, field), tool_call_id: callIdOf(id)});
         return;
       }
       case "tool_use":

@@ -13,6 +13,7 @@ import type {GenerationEvent, Timings, UsageCounts} from "../../../core/generati
 import type {StreamEncoder} from "../../serve-generation.ts";
 import {anthropicErrorBody} from "./errors.ts";
 import {signReasoning} from "./signature.ts";
+import {toolUseId} from "./tool-use-ids.ts";
 
 export interface MessageIdentity {
   id: string;
@@ -28,11 +29,6 @@ type Done = Extract<GenerationEvent, {type: "done"}>;
 export type MessageWithTimings = Message & {timings: Timings};
 /** What goes on the wire: the SDK's stream events, the ping it skips, and timings on message_delta. */
 export type WireEvent = RawMessageStreamEvent | {type: "ping"} | (Extract<RawMessageStreamEvent, {type: "message_delta"}> & {timings: Timings});
-
-/** Tool-use ids in Anthropic's spelling; any id a client sends back is accepted as it is. */
-function toolUseId(id: string): string {
-  return `toolu_${id.replace(/^call_/, "")}`;
-}
 
 /** Arguments as the object Anthropic's `input` is; a call cut off by max_tokens has no complete object, so {}. */
 function parseInput(args: string): unknown {
