@@ -1,10 +1,11 @@
-// Raw completions (text seen exactly as sent, or token ids) and the state routes, on the real model.
+// Raw completions (text seen exactly as sent, or token ids) and the state routes, on the test model; the default
+// model's verified sha256 in /health on the trained model.
 // (Streamed vs plain through the SDK, /v1/models and the /detokenize refusal run in-process:
 // integration/completions-and-ops.)
 
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
-import {expectedRegions, get, post, TEST_REPLICAS, TIMING_FIELDS, type RunningServer, sharedServer} from "../../support/server.ts";
+import {expectedRegions, get, post, TEST_REPLICAS, TIMING_FIELDS, trainedModel, type RunningServer, sharedServer} from "../../support/server.ts";
 
 let server: RunningServer;
 
@@ -80,7 +81,6 @@ describe("state routes", () => {
     assert.ok(h.stop_ids.includes(2), "<|im_end|> (id 2) ends a reply");
     assert.equal(h.queued, 0);
     assert.equal(h.longest_wait_s, 0);
-    assert.equal(h.model.sha256, "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53");
   });
 
   test("GET /props and GET /slots describe the regions", async () => {
@@ -109,4 +109,20 @@ describe("state routes", () => {
     assert.deepEqual(withBos, (await post(`${server.url}/tokenize`, {content: "Hi"})).body.tokens, "this model adds no BOS");
   });
 
+});
+
+describe("the default model's identity", () => {
+  let trained: RunningServer;
+  // Trained model: /health must report the default model's verified sha256; the test model is a local file (not hashed).
+  before(async () => {
+    trained = await sharedServer(trainedModel());
+  });
+  after(async () => {
+    await trained?.stop();
+  });
+
+  test("GET /health reports the default model's verified sha256", async () => {
+    const h = (await get(`${trained.url}/health`)).body;
+    assert.equal(h.model.sha256, "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53");
+  });
 });

@@ -1,4 +1,4 @@
-// Earlier tool calls reach the prompt on the default model, whose template has no tool syntax (the generic form,
+// Earlier tool calls reach the prompt on the test model, whose template (SmolLM2's) has no tool syntax (the generic form,
 // src/pipeline/past-calls.ts): a history with a call counts more tokens than one without on every route's counter,
 // a longer call counts more still, and a coding agent's follow-up (the call sent back with its result) resumes
 // from the state the reply left, past the call, instead of recomputing from where the call starts. Chat clients
@@ -75,14 +75,17 @@ describe("past calls in the generic form", () => {
   });
 
   test("messages: tool_use input comes back as an object, and the follow-up still resumes past the call", async () => {
-    const params = {model: "m", temperature: 0, max_tokens: 48, tools: messagesTools, tool_choice: {type: "tool" as const, name: "run"}};
+    // One call: the test model never closes a list of calls by itself, so the client asks for one.
+    const params = {model: "m", temperature: 0, max_tokens: 48, tools: messagesTools, tool_choice: {type: "tool" as const, name: "run", disable_parallel_tool_use: true}};
     const messages: Anthropic.MessageParam[] = [{role: "user", content: "Show the disk usage of this folder."}];
     const first = await anthropic.messages.create({...params, messages});
     assert.equal(first.stop_reason, "tool_use", JSON.stringify(first.content));
     const use = first.content.find((b): b is Anthropic.ToolUseBlock => b.type === "tool_use")!;
-    const followUp = await anthropic.messages.create({...params, tool_choice: {type: "auto"}, max_tokens: 4, messages: [...messages,
+    // The follow-up keeps the client's one-call setting (it shapes the tool instructions at the top of the prompt).
+    const followUp = await anthropic.messages.create({...params, tool_choice: {type: "auto", disable_parallel_tool_use: true}, max_tokens: 4, messages: [...messages,
       {role: "assistant", content: first.content}, {role: "user", content: [{type: "tool_result", tool_use_id: use.id, content: "12K ."}]}]});
-    const through = first.usage.input_tokens + first.usage.output_tokens - 1;
-    assert.ok(cacheN(followUp) >= through, `resumed at ${cacheN(followUp)}, the call ends at ${through} (prompt ${first.usage.input_tokens})`);
+    // The first prompt's length: input_tokens counts only what was not read from the cache.
+    const through = first.usage.input_tokens + first.usage.cache_read_input_tokens! + first.usage.output_tokens - 1;
+    assert.ok(cacheN(followUp) >= through, `resumed at ${cacheN(followUp)}, the call ends at ${through} (prompt ${first.usage.input_tokens + first.usage.cache_read_input_tokens!})`);
   });
 });

@@ -1,5 +1,5 @@
 // The Responses-style route end to end through the official openai client: plain replies with usage and
-// timings, the cache, structured output, a tool round trip and sessions on the real default model; reasoning
+// timings, the cache, structured output, a tool round trip and sessions on the test model; reasoning
 // items, summaries and a deterministic call on a scripted thinking model. (The SDK's strict stream
 // accumulator, the raw event stream and the refusals run in-process: integration/responses.)
 
@@ -30,7 +30,7 @@ const weather = {type: "function" as const, name: "get_weather", description: "C
 const calls = (res: Response) => res.output.filter((o): o is ResponseFunctionToolCall => o.type === "function_call");
 const types = (res: Response) => res.output.map((o) => o.type);
 
-describe("responses on the real default model", () => {
+describe("responses on the test model", () => {
   let server: RunningServer;
   let client: OpenAI;
   before(async () => {

@@ -1,22 +1,27 @@
-// Structured output on the real model through the openai client: every greedy reply to every schema of a
-// 50-schema corpus parses and validates with ajv (the replies sampled with two seeds are checked the same way in
-// test/slow/structured-output-corpus.test.ts); seeds repeat;
-// greedy constrained output is identical alone and batched; streams too; refusals name the reason.
+// Structured output on the test model (support/test-model.ts; one corpus entry on the trained model, see ON_TRAINED)
+// through the openai client: every greedy reply to every schema of a 50-schema corpus parses and validates with ajv
+// (the replies sampled with two seeds are checked the same way in test/slow/structured-output-corpus.test.ts); seeds
+// repeat; greedy constrained output is identical alone and batched; streams too; refusals name the reason.
 
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
 import type OpenAI from "openai";
 import {CORPUS} from "../fixtures/schemas/corpus.ts";
 import {ask, checkReply, inFlight} from "./structured-output-check.ts";
-import {get, post, sharedServer, type RunningServer} from "../../support/server.ts";
+import {get, post, sharedServer, trainedModel, type RunningServer} from "../../support/server.ts";
 
 let server: RunningServer;
+let trained: RunningServer;
+
+// Trained model: the test model nests the unbounded recursive expression ~60 levels deep and does not close it in the
+// budget (a budget-cut reply is cut JSON: README, "Structured output"); a trained model answers with a short value.
+const ON_TRAINED = new Set(["json-expression"]);
 
 before(async () => {
-  server = await sharedServer({SVC_PARALLEL: "4"});
+  [server, trained] = await Promise.all([sharedServer({SVC_PARALLEL: "4"}), sharedServer(trainedModel())]);
 });
 after(async () => {
-  await server?.stop();
+  await Promise.all([server?.stop(), trained?.stop()]);
 });
 
 describe("structured output", () => {
@@ -24,7 +29,8 @@ describe("structured output", () => {
 
   test("every schema of the corpus, greedy: all parse and validate (the two sampled seeds run in the slow tier)", async () => {
     const runs = CORPUS.map((entry) => ({entry, label: "greedy", extra: {temperature: 0}}));
-    const results = await inFlight(runs, 4, async (r) => ({r, res: await server.client.chat.completions.create(ask(r.entry, r.extra))}));
+    const on = (name: string) => (ON_TRAINED.has(name) ? trained : server);
+    const results = await inFlight(runs, 4, async (r) => ({r, res: await on(r.entry.name).client.chat.completions.create(ask(r.entry, r.extra))}));
     const failures: string[] = [];
     for (const {r, res} of results) {
       try {
@@ -81,13 +87,20 @@ describe("structured output", () => {
   });
 
   test("beside tools, a model that ends its reply after a preamble still answers the schema's JSON; the log line says the stop was overruled", async () => {
-    // The default model answers this with a sentence and end-of-generation; before the stop was overruled the reply was empty.
-    const res = await server.client.chat.completions.create({model: "m", max_tokens: 80, temperature: 0,
-      messages: [{role: "user", content: "Describe Paris as JSON with fields name and country."}],
-      tools: [{type: "function", function: {name: "get_weather", strict: true, parameters: {type: "object", properties: {city: {type: "string"}},
-        required: ["city"], additionalProperties: false}}}],
-      response_format: {type: "json_schema", json_schema: {name: "p", strict: true, schema: {type: "object", properties: {name: {type: "string"},
-        country: {type: "string"}}, required: ["name", "country"], additionalProperties: false}}}});
+    // A trained model answers this with a sentence and end-of-generation; before the stop was overruled the reply was
+    // empty. The test model never stops by itself, so the fourth token of its free preamble (its reply to the same
+    // prompt without the schema) is made a stop token: the reply ends there, three tokens in, before its JSON starts.
+    const params = {model: "m", max_tokens: 80, temperature: 0,
+      messages: [{role: "user" as const, content: "Describe Paris as JSON with fields name and country."}],
+      tools: [{type: "function" as const, function: {name: "get_weather", strict: true, parameters: {type: "object", properties: {city: {type: "string"}},
+        required: ["city"], additionalProperties: false}}}]};
+    const preamble = (await server.client.chat.completions.create({...params, max_tokens: 8})).choices[0]!.message.content!;
+    const stop = ((await post(`${server.url}/tokenize`, {content: preamble, parse_special: false})).body.tokens as number[])[3]!;
+    const res = await server.client.chat.completions.create({...params, stop_token_ids: [stop],
+      // Bounded strings: the test model's strings end only when closed for it (on a replica, its closing steering
+      // rarely finds a quote among the candidates it picks from).
+      response_format: {type: "json_schema", json_schema: {name: "p", strict: true, schema: {type: "object", properties: {name: {type: "string", maxLength: 20},
+        country: {type: "string", maxLength: 20}}, required: ["name", "country"], additionalProperties: false}}}} as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming);
     assert.equal(res.choices[0]!.finish_reason, "stop");
     const value = JSON.parse(res.choices[0]!.message.content!);
     assert.deepEqual(Object.keys(value).sort(), ["country", "name"]);

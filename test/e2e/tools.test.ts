@@ -1,5 +1,5 @@
-// Tool calling on the real default model through the openai client. SmolLM2's template has no tool
-// support, so the server describes the tools in a system message and reads the generic JSON call form.
+// Tool calling on the test model (support/test-model.ts) through the openai client. Its template, SmolLM2's, has
+// no tool support, so the server describes the tools in a system message and reads the generic JSON call form.
 // tool_choice required/named binds the call from the first token, strict tools bind the arguments to
 // their schema (checked with ajv), parallel_tool_calls: false allows one call, streams deliver the same
 // calls through the SDK's strict stream helper, and tool_choice none returns no call.
@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
 import ajvModule from "ajv/dist/2020.js";
 import type OpenAI from "openai";
-import {get, type RunningServer, sharedServer} from "../../support/server.ts";
+import {get, type RunningServer, sharedServer, trainedModel} from "../../support/server.ts";
 
 let server: RunningServer;
 const ajv = new ajvModule.default({strict: false, allErrors: true});
@@ -59,9 +59,10 @@ function calls(res: OpenAI.Chat.Completions.ChatCompletion) {
   });
 }
 
-describe("tool calls on the real model (generic JSON form)", () => {
+describe("tool calls on the test model (generic JSON form)", () => {
   test("tool_choice required: a call comes back as tool_calls, strict arguments match the schema", async () => {
-    const res = await server.client.chat.completions.create(body({tool_choice: "required"}));
+    // One call: the test model never closes a list of calls by itself (a trained model closes it after its call).
+    const res = await server.client.chat.completions.create(body({tool_choice: "required", parallel_tool_calls: false}));
     const choice = res.choices[0]!;
     assert.equal(choice.finish_reason, "tool_calls", JSON.stringify(choice.message));
     const got = calls(res);
@@ -71,6 +72,22 @@ describe("tool calls on the real model (generic JSON form)", () => {
       assert.ok(["get_weather", "get_time"].includes(c.name));
       if (c.name === "get_weather") assert.ok(ajv.validate(weather.function.parameters, c.args), JSON.stringify(ajv.errors));
     }
+  });
+
+  test("tool_choice required with parallel calls allowed: the model closes its list of calls", async () => {
+    // Trained model: the test model never closes a list of calls by itself; ending the list is the model's choice.
+    const trained = await sharedServer(trainedModel());
+    const res = await trained.client.chat.completions.create(body({tool_choice: "required"}));
+    const choice = res.choices[0]!;
+    assert.equal(choice.finish_reason, "tool_calls", JSON.stringify(choice.message));
+    const got = calls(res);
+    assert.ok(got.length >= 1);
+    assert.equal(choice.message.content, null, "no call syntax in content");
+    for (const c of got) {
+      assert.ok(["get_weather", "get_time"].includes(c.name));
+      if (c.name === "get_weather") assert.ok(ajv.validate(weather.function.parameters, c.args), JSON.stringify(ajv.errors));
+    }
+    await trained.stop();
   });
 
   test("a named tool_choice calls exactly that tool; with parallel_tool_calls false, once", async () => {

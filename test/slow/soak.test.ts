@@ -1,4 +1,4 @@
-// A bounded soak on the real server and model: 1,000 clients that hang up mid-stream leave no region busy; a
+// A bounded soak on the real server and the test model: 1,000 clients that hang up mid-stream leave no region busy; a
 // burst far past what one region and a short queue wait can take is answered 503 engine_busy with Retry-After
 // (every connection gets a status, none is dropped); the server's resident memory after the soak stays within
 // SOAK_RSS_GROWTH_MB of what it was after a warm-up (measured: see the log line this test prints).
