@@ -1,5 +1,6 @@
 // Speech to text: POST /v1/audio/transcriptions (nx3-asr-0.6b, whisper.cpp running Whisper base in a child
-// process) on a 60 s spoken clip made at bench time with espeak-ng, and what it does to a chat stream beside it.
+// process) on a 60 s spoken clip made at bench time with espeak-ng (the npm build, through support/speech-audio.ts),
+// and what it does to a chat stream beside it.
 //
 //   npm run bench:speech        (BENCH_QUICK=1 for one round of each; BENCH_CLIP_S=20 for a shorter clip while developing;
 //                                BENCH_RUNS, BENCH_CHATS_ALONE, BENCH_SPEECH_ROUNDS override the counts, 3 each by default)
@@ -20,11 +21,11 @@
 // each side is mostly the two processes (server and whisper.cpp) sharing the same cores.
 // The token counts are printed, so a chat that stopped early shows.
 
-import {execFileSync} from "node:child_process";
-import {mkdtempSync, readFileSync, rmSync, writeFileSync} from "node:fs";
+import {mkdtempSync, rmSync, writeFileSync} from "node:fs";
 import {availableParallelism, cpus, tmpdir} from "node:os";
 import {join} from "node:path";
 import {startServer, type RunningServer} from "../support/server.ts";
+import {concat, duration, encodeWav, fit, frames, resample, speak, type Audio} from "../support/speech-audio.ts";
 import {wordErrorRate} from "../support/word-error-rate.ts";
 import {median, streamChat, type ChatBody} from "./llama-server/client.ts";
 
@@ -68,6 +69,7 @@ const SENTENCES = [
 
 interface Clip {
   path: string;
+  audio: Audio;
   bytes: Buffer;
   seconds: number;
   /** The sentences spoken, in order (the reference for the word error rate). */
@@ -75,29 +77,27 @@ interface Clip {
   speechS: number;
 }
 
-const soxSeconds = (path: string) => Number(execFileSync("soxi", ["-D", path], {encoding: "utf8"}).trim());
-
 /** Speaks sentences one by one, keeps as many as fit in the clip, joins them and pads with silence to exactly CLIP_S seconds at 16 kHz mono 16-bit. */
-function makeClip(dir: string): Clip {
-  const parts: string[] = [];
+async function makeClip(dir: string): Promise<Clip> {
+  const parts: Audio[] = [];
   const spoken: string[] = [];
   let total = 0;
   for (let i = 0; ; i++) {
     const sentence = SENTENCES[i % SENTENCES.length]!;
-    const wav = join(dir, `s${i}.wav`);
-    execFileSync("espeak-ng", ["-v", "en-us", "-s", "150", "-w", wav, sentence]);
-    const s = soxSeconds(wav);
+    const speech = await speak(sentence, {voice: "en-us", wpm: 150});
+    const s = duration(speech);
     if (total + s > CLIP_S - 0.5) break;
-    parts.push(wav);
+    // Each sentence is resampled on its own: one call per sentence stays within what the resampler takes at once.
+    parts.push(await resample(speech, RATE));
     spoken.push(sentence);
     total += s;
   }
+  const audio = fit(concat(...parts), CLIP_S);
+  if (frames(audio) !== CLIP_S * RATE) throw new Error(`clip has ${frames(audio)} samples, not ${CLIP_S * RATE}`);
   const path = join(dir, "clip.wav");
-  // pad generously, then trim to exactly CLIP_S seconds
-  execFileSync("sox", ["-V1", ...parts, "-r", String(RATE), "-c", "1", "-b", "16", "-e", "signed-integer", path, "pad", "0", String(CLIP_S), "trim", "0", String(CLIP_S)]);
-  const samples = Number(execFileSync("soxi", ["-s", path], {encoding: "utf8"}).trim());
-  if (samples !== CLIP_S * RATE) throw new Error(`clip has ${samples} samples, not ${CLIP_S * RATE}`);
-  return {path, bytes: readFileSync(path), seconds: samples / RATE, text: spoken.join(" "), speechS: total};
+  const bytes = Buffer.from(encodeWav(audio, {bits: 16}));
+  writeFileSync(path, bytes);
+  return {path, audio, bytes, seconds: frames(audio) / RATE, text: spoken.join(" "), speechS: total};
 }
 
 const wer = wordErrorRate;
@@ -171,7 +171,7 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "bench-speech-"));
   let server: RunningServer | undefined;
   try {
-    const clip = makeClip(dir);
+    const clip = await makeClip(dir);
     writeFileSync(join(dir, "clip.txt"), clip.text);
     server = await startServer({SVC_NPU_MODELS: MODEL, SVC_CTX_SIZE: "2048"});
     const h = await health(server);
@@ -179,14 +179,13 @@ async function main(): Promise<void> {
     console.log(`speech bench: POST /v1/audio/transcriptions (${MODEL} = whisper.cpp, Whisper base, own process) and a chat stream beside it`);
     console.log(`machine: ${cpu}, ${availableParallelism()} cores; server threads ${h.engine?.threads} (decode ${h.engine?.decode_threads}), ` +
       `UV_THREADPOOL_SIZE=1, main model ${h.model?.id}`);
-    console.log(`clip: espeak-ng en-us 150 wpm, ${clip.seconds.toFixed(1)} s at ${RATE} Hz mono 16-bit (${clip.speechS.toFixed(1)} s speech, ` +
+    console.log(`clip: espeak-ng (npm build) en-us 150 wpm, ${clip.seconds.toFixed(1)} s at ${RATE} Hz mono 16-bit ` +
+      `(${clip.speechS.toFixed(1)} s speech, ` +
       `${clip.text.split(/\s+/).filter(Boolean).length} words, then silence); ${RUNS} transcription(s) alone, ${CHATS_ALONE} chat(s) alone, ${SPEECH_ROUNDS} transcription(s) with chats beside; language=en, response_format=verbose_json`);
     console.log("");
 
     // Warm-up: the speech engine's first window (on the clip's first 5 s) and the main model's first request.
-    const warm = join(dir, "warm.wav");
-    execFileSync("sox", ["-V1", clip.path, warm, "trim", "0", "5"]);
-    await transcribe(server, {...clip, bytes: readFileSync(warm)});
+    await transcribe(server, {...clip, bytes: Buffer.from(encodeWav(fit(clip.audio, 5), {bits: 16}))});
     await chat(server);
 
     // 1. alone

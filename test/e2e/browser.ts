@@ -1,18 +1,18 @@
-// Headless Chromium for the browser tests: Debian's `chromium` package (a prerequisite of this tier, like the
-// model), driven by playwright-core, which downloads no browser of its own. CHROMIUM_PATH points elsewhere.
+// Headless Chromium for the browser tests, driven by playwright-core (which downloads no browser of its own): the
+// build @sparticuz/chromium ships inside its npm package (see support/chromium.ts), or CHROMIUM_PATH.
 
-import {existsSync, mkdirSync} from "node:fs";
+import {mkdirSync} from "node:fs";
 import {join} from "node:path";
 import {chromium, type Browser, type Page} from "playwright-core";
-
-export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+import {chromiumBuild} from "../../support/chromium.ts";
 
 export async function launch(): Promise<Browser> {
-  if (!existsSync(CHROMIUM)) {
-    throw new Error(`no Chromium at ${CHROMIUM}: the browser tests need Debian's chromium package (apt-get install -y chromium) or CHROMIUM_PATH`);
-  }
+  const build = await chromiumBuild();
   // No sandbox: CI and containers run as root, where Chromium refuses its sandbox.
-  return chromium.launch({executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-dev-shm-usage"]});
+  return chromium.launch({executablePath: build.executable, env: {...process.env, ...build.env}, args: ["--no-sandbox", "--disable-dev-shm-usage"]})
+    .catch((e: Error) => {
+      throw new Error(`Chromium (${build.source}) did not start: ${e.message}`);
+    });
 }
 
 /** Errors the page throws or logs, so a test can assert there were none. */

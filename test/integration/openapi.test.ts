@@ -17,6 +17,7 @@ import {checkSessionName, FROM_HEADER, KEEP_HEADER} from "../../src/api/fields/s
 import type {ServerDeps} from "../../src/api/deps.ts";
 import type {SideModels} from "../../src/side-models/side-models.ts";
 import {createLogger} from "../../src/observability/log.ts";
+import {pythonTools} from "../../support/python-tools.ts";
 import {startInProcessApp, type InProcessApp} from "../doubles/app.ts";
 
 type Doc = {openapi: string; paths: Record<string, Record<string, any>>; components: {schemas: Record<string, unknown>}; [k: string]: any};
@@ -144,9 +145,9 @@ describe("the document is valid OpenAPI 3.1", () => {
   });
 
   test("openapi-spec-validator accepts it", () => {
-    const probe = spawnSync("python3", ["-c", "import openapi_spec_validator"], {encoding: "utf8"});
-    assert.equal(probe.status, 0, "python3 needs openapi-spec-validator for this test: pip install openapi-spec-validator");
-    const run = spawnSync("python3", ["-c",
+    // The pinned validator in the tests' own venv (made on first use), not whatever the system's python3 has.
+    const {python} = pythonTools();
+    const run = spawnSync(python, ["-c",
       "import sys, json\nfrom openapi_spec_validator import validate\nfrom openapi_spec_validator.validation.validators import OpenAPIV31SpecValidator\nvalidate(json.load(sys.stdin), cls=OpenAPIV31SpecValidator)\nprint('ok')"],
     {input: JSON.stringify(doc), encoding: "utf8"});
     assert.equal(run.status, 0, run.stderr);

@@ -3,45 +3,26 @@
 // schema-breaking bodies, then random fuzzing). The server must answer none with a 5xx, every reply must match
 // its documented status, media type and shape (SSE events included), and GET /health must answer afterwards.
 //
-// Schemathesis is installed once into a venv under the tools cache (SVC_TOOLS_DIR, default ~/.cache/svc/tools),
-// pinned, with pip as src/models/pypi.ts fetches the default models: whatever index or proxy pip is configured
-// with applies. Generation is kept short through the contract itself: SVC_MAX_TOKENS_CAP=8 is written into the
-// document as the budget fields' maximum, and SVC_MAX_TOKENS_DEFAULT=8 bounds a body that sends none.
+// Schemathesis comes pinned from the tests' own Python venv (support/python-tools.ts, made on first use under
+// ~/.cache/svc/test-python with pip as src/models/pypi.ts fetches the default models: whatever index or proxy pip
+// is configured with applies). Generation is kept short through the contract itself: SVC_MAX_TOKENS_CAP=8 is
+// written into the document as the budget fields' maximum, and SVC_MAX_TOKENS_DEFAULT=8 bounds a body that sends none.
 
 import assert from "node:assert/strict";
-import {spawn, spawnSync} from "node:child_process";
-import {existsSync, mkdtempSync, rmSync, writeFileSync} from "node:fs";
-import {homedir, tmpdir} from "node:os";
+import {spawn} from "node:child_process";
+import {mkdtempSync, rmSync} from "node:fs";
+import {tmpdir} from "node:os";
 import {join} from "node:path";
 import {after, before, describe, test} from "node:test";
+import {pythonTools} from "../../support/python-tools.ts";
 import {startServer, type RunningServer} from "../../support/server.ts";
 
-const SCHEMATHESIS_VERSION = "4.32.5";
 const KEY = "sk-fuzz-0123456789";
 /** Test cases per operation and phase: enough to reach every field's edge values, small enough for minutes. */
 const MAX_EXAMPLES = Number(process.env.FUZZ_MAX_EXAMPLES ?? 3);
 /** Every side model that runs on the cached default files, so their routes are registered and fuzzed too. */
 const SIDE_MODELS = "decider-0.8b,nx3-embedding-0.6b,nx3-reranker-0.6b,nx3guard-gen-0.6b,nx3guard-stream-0.6b,nx3.5-2b,nx3-asr-0.6b";
 const RUN_TIMEOUT_MS = 15 * 60_000;
-
-/** The venv's schemathesis executable, installing it first when this version is not there yet. */
-function schemathesis(): string {
-  const tools = process.env.SVC_TOOLS_DIR ?? join(homedir(), ".cache", "svc", "tools");
-  const dir = join(tools, `schemathesis-${SCHEMATHESIS_VERSION}`);
-  const bin = join(dir, "bin", "schemathesis");
-  // The marker is written last, so an interrupted install is redone rather than taken for a finished one.
-  const done = join(dir, ".installed");
-  if (existsSync(done)) return bin;
-  rmSync(dir, {recursive: true, force: true});
-  const run = (cmd: string, args: string[]) => {
-    const r = spawnSync(cmd, args, {stdio: ["ignore", "inherit", "inherit"], timeout: 10 * 60_000});
-    if (r.status !== 0) throw new Error(`${cmd} ${args.join(" ")} failed (exit ${r.status}); python3 with venv and pip is a prerequisite`);
-  };
-  run("python3", ["-m", "venv", dir]);
-  run(join(dir, "bin", "pip"), ["install", "--quiet", `schemathesis==${SCHEMATHESIS_VERSION}`]);
-  writeFileSync(done, `schemathesis==${SCHEMATHESIS_VERSION}\n`);
-  return bin;
-}
 
 interface FuzzRun {
   code: number | null;
@@ -97,9 +78,12 @@ function failures(output: string): string[] {
 
 let server: RunningServer;
 let bin: string;
+let schemathesisVersion: string;
 
 before(async () => {
-  bin = schemathesis();
+  const tools = pythonTools();
+  bin = tools.bin("schemathesis");
+  schemathesisVersion = tools.version("schemathesis");
   server = await startServer({SVC_API_KEY: KEY, SVC_CTX_SIZE: "1024", SVC_PARALLEL: "1", SVC_MAX_TOKENS_CAP: "8",
     SVC_MAX_TOKENS_DEFAULT: "8", SVC_FORK: "1", SVC_QUEUE_TIMEOUT: "600", SVC_NPU_MODELS: SIDE_MODELS}, 600_000);
 });
@@ -111,7 +95,7 @@ describe("fuzzing from /openapi.json", () => {
   test("every operation: no 5xx, every reply in its documented status, media type and shape; /health answers after", {timeout: RUN_TIMEOUT_MS + 60_000}, async () => {
     const run = await fuzz(bin, server.url);
     const summary = run.output.split("\n").filter((l) => /generated|Tested:|failures?,|passed|in \d+\.\d+s/.test(l)).join("\n");
-    console.log(`schemathesis ${SCHEMATHESIS_VERSION}, ${MAX_EXAMPLES} examples per operation, ${(run.ms / 1000).toFixed(0)} s\n${summary}`);
+    console.log(`schemathesis ${schemathesisVersion}, ${MAX_EXAMPLES} examples per operation, ${(run.ms / 1000).toFixed(0)} s\n${summary}`);
     // Every operation of the document was reached (40 with the side routes loaded).
     const tested = /Tested:\s+(\d+)/.exec(run.output);
     const listed = Object.values(((await (await fetch(`${server.url}/openapi.json`, {headers: {authorization: `Bearer ${KEY}`}})).json()) as

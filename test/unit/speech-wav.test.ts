@@ -1,26 +1,24 @@
-// WAV reading for the speech route: headers and samples checked against files sox writes (an independent
-// encoder), the resampler's accuracy (passband, aliasing, imaging), the refusals by magic, and the window cuts.
+// WAV reading for the speech route: headers and samples checked against files an independent encoder writes
+// (wave-codec through support/speech-audio.ts, read back by wave-codec's own reader where soxi used to tell), the
+// resampler's accuracy (passband, aliasing, imaging), the refusals by magic, and the window cuts.
 
 import assert from "node:assert/strict";
-import {execFileSync} from "node:child_process";
 import {mkdtempSync, readFileSync, rmSync, writeFileSync} from "node:fs";
 import {tmpdir} from "node:os";
 import {join} from "node:path";
 import {after, describe, test} from "node:test";
 import {decodeWavMono16k, readWavInfo, splitWindows, toPcm16, WavError} from "../../src/side-models/speech/wav.ts";
+import {decodeWav, duration, encodeWav, frames, silence, sine, type Audio, type Layout, type SampleEncoding} from "../../support/speech-audio.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "speech-wav-"));
 after(() => rmSync(dir, {recursive: true, force: true}));
 
-let fileNo = 0;
-/** Runs sox with `args` (the output path is put where "OUT" stands) and returns the bytes it wrote. -D: no dither. */
-function sox(...args: string[]): Uint8Array {
-  const out = join(dir, `f${fileNo++}.wav`);
-  execFileSync("sox", ["-D", ...args.map((a) => (a === "OUT" ? out : a))]);
-  return new Uint8Array(readFileSync(out));
-}
-const soxPath = () => join(dir, `f${fileNo - 1}.wav`);
-const soxi = (flag: string, path: string) => execFileSync("soxi", [flag, path], {encoding: "utf8"}).trim();
+type SineWav = {rate: number; seconds: number; hz: number; amplitude?: number; channels?: number; bits?: Layout["bits"]; encoding?: SampleEncoding};
+/** What `sox -D -n -r RATE -c CH -b BITS -e ENC out.wav synth SECONDS sine HZ vol AMPLITUDE` wrote (amplitude 1 unless given). */
+const sineWav = (o: SineWav): Uint8Array => encodeWav(sine({amplitude: 1, ...o}), o);
+/** Channels taken from the first of `from` (1) or silent (0), as sox's `remix 1 0 ...`. */
+const remixed = (from: Audio, picks: number[]): Audio =>
+  ({rate: from.rate, channels: picks.map((k) => (k ? from.channels[0]!.slice() : new Float32Array(frames(from))))});
 
 /** Power of y minus the ideal amp·sin(2π·hz·t) over the middle (edges skipped), relative to the ideal's, in dB. */
 function errorDb(y: Float32Array, hz: number, amp: number): number {
@@ -72,39 +70,40 @@ function refusal(buf: Uint8Array, pattern: RegExp): WavError {
 const bytes = (...parts: Array<string | number[]>) =>
   new Uint8Array(parts.flatMap((p) => (typeof p === "string" ? [...Buffer.from(p, "latin1")] : p)));
 
-describe("readWavInfo against sox", () => {
+describe("readWavInfo against an independent encoder and reader", () => {
   const cases = [
-    {rate: 44100, ch: 2, bits: 16, enc: "signed-integer", format: "pcm"},
-    {rate: 44100, ch: 2, bits: 24, enc: "signed-integer", format: "pcm"},
-    {rate: 16000, ch: 1, bits: 32, enc: "signed-integer", format: "pcm"},
-    {rate: 22050, ch: 1, bits: 8, enc: "unsigned-integer", format: "pcm"},
-    {rate: 48000, ch: 1, bits: 32, enc: "floating-point", format: "float"},
-    {rate: 8000, ch: 1, bits: 64, enc: "floating-point", format: "float"},
-    {rate: 96000, ch: 6, bits: 16, enc: "signed-integer", format: "pcm"},
-    {rate: 11025, ch: 3, bits: 24, enc: "signed-integer", format: "pcm"},
-    {rate: 7, ch: 1, bits: 16, enc: "signed-integer", format: "pcm"},
+    {rate: 44100, ch: 2, bits: 16, enc: "signed", format: "pcm"},
+    {rate: 44100, ch: 2, bits: 24, enc: "signed", format: "pcm"},
+    {rate: 16000, ch: 1, bits: 32, enc: "signed", format: "pcm"},
+    {rate: 22050, ch: 1, bits: 8, enc: "unsigned", format: "pcm"},
+    {rate: 48000, ch: 1, bits: 32, enc: "float", format: "float"},
+    {rate: 8000, ch: 1, bits: 64, enc: "float", format: "float"},
+    {rate: 96000, ch: 6, bits: 16, enc: "signed", format: "pcm"},
+    {rate: 11025, ch: 3, bits: 24, enc: "signed", format: "pcm"},
+    {rate: 7, ch: 1, bits: 16, enc: "signed", format: "pcm"},
   ] as const;
   for (const c of cases) {
     test(`${c.rate} Hz, ${c.ch} ch, ${c.bits}-bit ${c.enc}`, () => {
-      const dur = c.rate === 7 ? "10" : "0.75";
-      const buf = sox("-n", "-r", String(c.rate), "-c", String(c.ch), "-b", String(c.bits), "-e", c.enc, "OUT", "synth", dur, "sine", String(Math.min(1000, c.rate / 3)), "vol", "0.5");
-      const p = soxPath();
+      const seconds = c.rate === 7 ? 10 : 0.75;
+      const buf = sineWav({rate: c.rate, channels: c.ch, bits: c.bits, encoding: c.enc, seconds, hz: Math.min(1000, c.rate / 3), amplitude: 0.5});
+      // wave-codec's reader says what the file holds, as soxi did; the request says what it should hold.
+      const theirs = decodeWav(buf);
       const info = readWavInfo(buf);
-      assert.equal(info.sampleRate, Number(soxi("-r", p)));
-      assert.equal(info.channels, Number(soxi("-c", p)));
-      assert.equal(info.bitsPerSample, Number(soxi("-b", p)));
+      assert.equal(info.sampleRate, theirs.audio.rate);
+      assert.equal(info.channels, theirs.audio.channels.length);
+      assert.equal(info.bitsPerSample, theirs.bits);
       assert.equal(info.format, c.format);
-      assert.equal(info.frames, Number(soxi("-s", p)));
-      assert.ok(Math.abs(info.durationS - Number(soxi("-D", p))) < 1e-6);
+      assert.equal(info.frames, frames(theirs.audio));
+      assert.ok(Math.abs(info.durationS - duration(theirs.audio)) < 1e-6);
+      assert.deepEqual([info.sampleRate, info.channels, info.bitsPerSample, info.frames], [c.rate, c.ch, c.bits, Math.round(seconds * c.rate)]);
       // One resampling step: the output length is the duration at 16 kHz within one sample.
       const y = decodeWavMono16k(buf);
       assert.ok(Math.abs(y.length - (info.frames * 16000) / info.sampleRate) <= 1, `length ${y.length}`);
     });
   }
 
-  test("sox's WAVE_FORMAT_EXTENSIBLE header (6 channels) is read through its sub-format GUID", () => {
-    sox("-n", "-r", "16000", "-c", "1", "-b", "16", "OUT", "synth", "1", "sine", "1000", "vol", "0.6");
-    const buf = sox(soxPath(), "-c", "6", "OUT", "remix", "1", "0", "0", "0", "0", "0");
+  test("a WAVE_FORMAT_EXTENSIBLE header (6 channels, as sox writes them too) is read through its sub-format GUID", () => {
+    const buf = encodeWav(remixed(sine({rate: 16000, seconds: 1, hz: 1000, amplitude: 0.6}), [1, 0, 0, 0, 0, 0]), {bits: 16});
     assert.equal(new DataView(buf.buffer).getUint16(20, true), 0xfffe);
     const info = readWavInfo(buf);
     assert.deepEqual(info, {sampleRate: 16000, channels: 6, bitsPerSample: 16, format: "pcm", frames: 16000, durationS: 1});
@@ -114,8 +113,8 @@ describe("readWavInfo against sox", () => {
     assert.ok(Math.abs(amplitudeAt(y, 1000) - 0.1) < 0.001);
   });
 
-  test("sox writes 24-bit stereo extensible (PCM GUID); a hand-made extensible float header reads too", () => {
-    const buf = sox("-n", "-r", "44100", "-c", "2", "-b", "24", "OUT", "synth", "0.5", "sine", "1000", "vol", "0.5");
+  test("24-bit stereo is written extensible (PCM GUID), as sox does; a hand-made extensible float header reads too", () => {
+    const buf = sineWav({rate: 44100, channels: 2, bits: 24, seconds: 0.5, hz: 1000, amplitude: 0.5});
     assert.equal(new DataView(buf.buffer).getUint16(20, true), 0xfffe);
     assert.equal(readWavInfo(buf).frames, 22050);
     const guid = (code: number) => [code, 0, 0, 0, 0, 0, 0x10, 0, 0x80, 0, 0, 0xaa, 0, 0x38, 0x9b, 0x71];
@@ -133,7 +132,7 @@ describe("readWavInfo against sox", () => {
 
 describe("decodeWavMono16k: samples and resampling", () => {
   test("a 1 kHz sine at 44.1 kHz comes out at 16 kHz with its amplitude, frequency and < -60 dB error", () => {
-    const y = decodeWavMono16k(sox("-n", "-r", "44100", "-c", "1", "-b", "24", "OUT", "synth", "2", "sine", "1000", "vol", "0.5"));
+    const y = decodeWavMono16k(sineWav({rate: 44100, channels: 1, bits: 24, seconds: 2, hz: 1000, amplitude: 0.5}));
     assert.equal(y.length, 32000);
     assert.ok(Math.abs(amplitudeAt(y, 1000) - 0.5) < 0.0005);
     assert.ok(amplitudeAt(y, 3000) < 0.5e-3 && amplitudeAt(y, 6000) < 0.5e-3);
@@ -143,22 +142,25 @@ describe("decodeWavMono16k: samples and resampling", () => {
   });
 
   test("every encoding decodes the same sine to [-1, 1] at the right amplitude", () => {
-    for (const args of [["-b", "16"], ["-b", "24"], ["-b", "32"], ["-e", "floating-point", "-b", "32"], ["-e", "floating-point", "-b", "64"], ["-e", "unsigned-integer", "-b", "8"]]) {
-      const y = decodeWavMono16k(sox("-n", "-r", "16000", "-c", "1", ...args, "OUT", "synth", "1", "sine", "1000", "vol", "0.5"));
-      const tol = args.includes("8") ? 0.01 : 0.0005;
-      assert.ok(Math.abs(amplitudeAt(y, 1000) - 0.5) < tol, `${args.join(" ")}: ${amplitudeAt(y, 1000)}`);
-      assert.ok(errorDb(y, 1000, 0.5) < (args.includes("8") ? -35 : -80), `${args.join(" ")}: ${errorDb(y, 1000, 0.5)}`);
+    const formats = [{bits: 16}, {bits: 24}, {bits: 32}, {encoding: "float", bits: 32}, {encoding: "float", bits: 64},
+      {encoding: "unsigned", bits: 8}] as const;
+    for (const f of formats) {
+      const y = decodeWavMono16k(sineWav({rate: 16000, channels: 1, ...f, seconds: 1, hz: 1000, amplitude: 0.5}));
+      const name = JSON.stringify(f);
+      const tol = f.bits === 8 ? 0.01 : 0.0005;
+      assert.ok(Math.abs(amplitudeAt(y, 1000) - 0.5) < tol, `${name}: ${amplitudeAt(y, 1000)}`);
+      assert.ok(errorDb(y, 1000, 0.5) < (f.bits === 8 ? -35 : -80), `${name}: ${errorDb(y, 1000, 0.5)}`);
     }
   });
 
   test("7.5 kHz at 44.1 kHz (just under the new Nyquist) stays within -40 dB", () => {
-    const y = decodeWavMono16k(sox("-n", "-r", "44100", "-c", "1", "-b", "24", "OUT", "synth", "2", "sine", "7500", "vol", "0.5"));
+    const y = decodeWavMono16k(sineWav({rate: 44100, channels: 1, bits: 24, seconds: 2, hz: 7500, amplitude: 0.5}));
     const db = errorDb(y, 7500, 0.5);
     assert.ok(db < -40, `error ${db.toFixed(1)} dB`);
   });
 
   test("downsampling 48 kHz: a 10 kHz tone does not alias into the passband (< -50 dB)", () => {
-    const y = decodeWavMono16k(sox("-n", "-r", "48000", "-c", "1", "-b", "24", "OUT", "synth", "2", "sine", "10000", "vol", "0.5"));
+    const y = decodeWavMono16k(sineWav({rate: 48000, channels: 1, bits: 24, seconds: 2, hz: 10000, amplitude: 0.5}));
     assert.equal(y.length, 32000);
     const db = rmsDb(y, 0.5);
     assert.ok(db < -50, `alias ${db.toFixed(1)} dB`);
@@ -166,26 +168,25 @@ describe("decodeWavMono16k: samples and resampling", () => {
   });
 
   test("upsampling 8 kHz: 1 kHz comes out without images (< -60 dB)", () => {
-    const y = decodeWavMono16k(sox("-n", "-r", "8000", "-c", "1", "-b", "24", "OUT", "synth", "2", "sine", "1000", "vol", "0.5"));
+    const y = decodeWavMono16k(sineWav({rate: 8000, channels: 1, bits: 24, seconds: 2, hz: 1000, amplitude: 0.5}));
     assert.equal(y.length, 32000);
     assert.ok(errorDb(y, 1000, 0.5) < -60);
     assert.ok(amplitudeAt(y, 7000) < 0.5e-3); // the image of 1 kHz around 8 kHz
   });
 
   test("an odd rate (96001 Hz, interpolated polyphase table) resamples as accurately", () => {
-    const y = decodeWavMono16k(sox("-n", "-r", "96001", "-c", "1", "-b", "24", "OUT", "synth", "1", "sine", "1000", "vol", "0.5"));
+    const y = decodeWavMono16k(sineWav({rate: 96001, channels: 1, bits: 24, seconds: 1, hz: 1000, amplitude: 0.5}));
     assert.ok(Math.abs(y.length - 16000) <= 1);
     assert.ok(errorDb(y, 1000, 0.5) < -60, `${errorDb(y, 1000, 0.5)}`);
   });
 
   test("stereo is averaged: sine on the left, silence on the right → half amplitude", () => {
-    sox("-n", "-r", "44100", "-c", "1", "-b", "16", "OUT", "synth", "1", "sine", "1000", "vol", "0.8");
-    const y = decodeWavMono16k(sox(soxPath(), "-c", "2", "OUT", "remix", "1", "0"));
+    const y = decodeWavMono16k(encodeWav(remixed(sine({rate: 44100, seconds: 1, hz: 1000, amplitude: 0.8}), [1, 0]), {bits: 16}));
     assert.ok(Math.abs(amplitudeAt(y, 1000) - 0.4) < 0.001);
   });
 
   test("8-bit unsigned: 128 is zero, 0 is -1, 255 is 127/128", () => {
-    const silent = decodeWavMono16k(sox("-n", "-r", "16000", "-c", "1", "-e", "unsigned-integer", "-b", "8", "OUT", "trim", "0", "0.1"));
+    const silent = decodeWavMono16k(encodeWav(silence(0.1, 16000), {encoding: "unsigned", bits: 8}));
     assert.equal(silent.length, 1600);
     assert.ok(silent.every((v) => v === 0));
     const fmt = [1, 0, 1, 0, 0x80, 0x3e, 0, 0, 0x80, 0x3e, 0, 0, 1, 0, 8, 0];
@@ -194,7 +195,7 @@ describe("decodeWavMono16k: samples and resampling", () => {
   });
 
   test("a 60 s 44.1 kHz stereo file decodes whole", () => {
-    const y = decodeWavMono16k(sox("-n", "-r", "44100", "-c", "2", "-b", "16", "OUT", "synth", "60", "sine", "440", "vol", "0.5"));
+    const y = decodeWavMono16k(sineWav({rate: 44100, channels: 2, bits: 16, seconds: 60, hz: 440, amplitude: 0.5}));
     assert.equal(y.length, 960000);
     const tail = y.subarray(900000);
     assert.ok(Math.abs(amplitudeAt(tail, 440) - 0.5) < 0.001);
@@ -202,7 +203,7 @@ describe("decodeWavMono16k: samples and resampling", () => {
 });
 
 describe("readWavInfo: chunk walking and damaged files", () => {
-  const plain = () => sox("-n", "-r", "16000", "-c", "1", "-b", "16", "OUT", "synth", "0.5", "sine", "500", "vol", "0.5");
+  const plain = () => sineWav({rate: 16000, channels: 1, bits: 16, seconds: 0.5, hz: 500, amplitude: 0.5});
 
   test("an odd-sized LIST chunk (with its pad byte) before data is skipped", () => {
     const orig = plain();
@@ -238,7 +239,7 @@ describe("readWavInfo: chunk walking and damaged files", () => {
     assert.equal(decodeWavMono16k(cut).length, 1000);
   });
 
-  test("16-bit samples round-trip through toPcm16 to the bytes sox wrote", () => {
+  test("16-bit samples round-trip through toPcm16 to the bytes the encoder wrote", () => {
     const orig = plain();
     assert.deepEqual(new Uint8Array(toPcm16(decodeWavMono16k(orig))), orig.subarray(44));
   });
@@ -269,7 +270,7 @@ describe("refusals", () => {
     const mp3 = plain16();
     new DataView(mp3.buffer).setUint16(20, 0x0055, true);
     assert.equal(refusal(mp3, /0x0055/).message, "the WAV fmt chunk says format 0x0055 (MP3 inside WAV); only PCM and IEEE float WAV are accepted");
-    refusal(sox("-n", "-r", "8000", "-e", "a-law", "OUT", "synth", "0.1", "sine", "300"), /format 0x0006 \(A-law\)/);
+    refusal(sineWav({rate: 8000, encoding: "a-law", bits: 8, seconds: 0.1, hz: 300}), /format 0x0006 \(A-law\)/);
     const rate = plain16();
     new DataView(rate.buffer).setUint32(24, 400000, true);
     refusal(rate, /sample rate of 400000 Hz/);
@@ -282,7 +283,7 @@ describe("refusals", () => {
   });
 
   function plain16(): Uint8Array {
-    return sox("-n", "-r", "16000", "-c", "1", "-b", "16", "OUT", "synth", "0.1", "sine", "500");
+    return sineWav({rate: 16000, channels: 1, bits: 16, seconds: 0.1, hz: 500});
   }
 });
 
