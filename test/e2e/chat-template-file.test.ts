@@ -1,5 +1,5 @@
-// SVC_CHAT_TEMPLATE on the real server and the real default model: a small ChatML file (Hermes-style tools)
-// replaces SmolLM2's own template (/health's source, sha256 and family; the prompt of a chat request, seen through
+// SVC_CHAT_TEMPLATE on the real server and the test model: a small ChatML file (Hermes-style tools) replaces the
+// model's own template, SmolLM2's (/health's source, sha256 and family; the prompt of a chat request, seen through
 // /apply-template), and a file that is missing or does not parse stops the start with exit code 2 and a line
 // naming the file (and the line). What /apply-template and /health do over every template is in
 // integration/apply-template.test.ts.
@@ -13,6 +13,7 @@ import {join} from "node:path";
 import {fileURLToPath} from "node:url";
 import {after, before, describe, test} from "node:test";
 import {get, post, startServer, type RunningServer} from "../../support/server.ts";
+import {testModelPath} from "../../support/test-model.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 
@@ -77,9 +78,14 @@ describe("SVC_CHAT_TEMPLATE replaces the model's template", () => {
 });
 
 describe("a template file that cannot be used stops the start", () => {
+  // The test model, as the servers above: a template that does not parse is found once the model is loaded.
+  let model: string;
+  before(async () => {
+    model = await testModelPath();
+  });
   function start(env: Record<string, string>) {
     return spawnSync(process.execPath, ["--import", "tsx", "src/main.ts"], {cwd: ROOT, encoding: "utf8", timeout: 120_000,
-      env: {...process.env, UV_THREADPOOL_SIZE: "1", SVC_PORT: "0", SVC_CTX_SIZE: "2048", SVC_PARALLEL: "1", SVC_PROGRESS: "lines", ...env}});
+      env: {...process.env, UV_THREADPOOL_SIZE: "1", SVC_PORT: "0", SVC_CTX_SIZE: "2048", SVC_PARALLEL: "1", SVC_PROGRESS: "lines", SVC_MODEL: model, ...env}});
   }
 
   test("a missing file: exit code 2 at once, naming the file", () => {

@@ -2,14 +2,19 @@
 // a time, is the reference; the cached server must give the same bytes for the same prompts (20 topics in
 // the full matrix) run four at a time, run again warm (resumed from the previous run's state), and as
 // follow-up turns resumed after the reply. See src/engine/kv/region-memory.ts and row-classes.ts for why this
-// holds. Both ways of matching reuse are held to it: by row class (the default model probes to it; a reply is
-// reusable as decoded) and by pieces (SVC_EXACT_REUSE=pieces; replies are sealed while the engine is idle).
+// holds. Both ways of matching reuse are held to it: by row class (the default and test models probe to it; a
+// reply is reusable as decoded) and by pieces (SVC_EXACT_REUSE=pieces; replies are sealed while the engine is idle).
+//
+// Servers run the test model (support/test-model.ts) unless `env` names a model: its greedy replies are word salad,
+// but deterministic and moved by every token of the context, and with flash attention a row's KV differs between
+// a tiled piece and a row piece as SmolLM2's does, which is what these comparisons need.
 //
 // Three setups: flash attention on (the default), off (SVC_FLASH_ATTENTION=0), and on with prompt-lookup
 // speculation forced on for the cached server (SVC_SPECULATION=on) against a reference without it; the last
-// also runs prompts that copy their input, where drafts are accepted, and hangs up in the middle of drafting.
-// The full matrix runs in the slow tier (test/slow/determinism.test.ts); the e2e tier runs the default setup
-// on the first topics (test/e2e/determinism.test.ts), so `npm test` still fails when exactness breaks.
+// also runs prompts that copy their input, where drafts are accepted, and hangs up in the middle of drafting
+// (on SmolLM2: only a trained model copies). The full matrix runs in the slow tier (test/slow/determinism.test.ts);
+// the e2e tier runs the default setup on the first topics (test/e2e/determinism.test.ts), so `npm test` still
+// fails when exactness breaks.
 
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
@@ -44,6 +49,10 @@ const COPY: Msg[][] = [
 // so the engine runs it on one (decode-threads.ts); alone and beside three others it must give the same bytes.
 const LONG: Msg[] = [{role: "user", content: Array.from({length: 8}, (_, d) => `Day ${d + 1}: ${PARAGRAPH} On day ${d + 1} the miller counted ` +
   `${12 + d * 7} sacks of flour and sold ${3 + d} of them at the market.`).join("\n") + "\n\nOn which day were the most sacks sold, and how many?"}];
+// Prompts that open with the long prompt's first words: they share the start of its tiled run, but their own text is
+// short enough to be evaluated row by row, so a resume from the long prompt's state must stop where the row classes
+// part (kv/row-classes.ts). Resuming at the end of the shared tokens instead changed 3 of these 5 replies on the test model.
+const LONG_STARTS: Msg[][] = [20, 30, 40, 50, 60].map((n) => [{role: "user", content: `${(LONG[0]!.content as string).split(" ").slice(0, n).join(" ")} What now?`}]);
 
 interface Out {
   text: string;
@@ -79,6 +88,7 @@ export function exactGreedy(label: string, env: Record<string, string>, speculat
     const reference2: Out[] = [];
     const referenceCopy: Out[] = [];
     let referenceLong: Out;
+    const referenceStarts: Out[] = [];
     /** Every answer of the cached server, for the draft counters. */
     const seen: Out[] = [];
     const ask = async (messages: Msg[], maxTokens?: number) => {
@@ -93,6 +103,7 @@ export function exactGreedy(label: string, env: Record<string, string>, speculat
       for (const [i, t] of TOPICS.entries()) reference2.push(await greedy(cold, turn2(t, reference1[i]!.text)));
       if (speculation) for (const m of COPY) referenceCopy.push(await greedy(cold, m, 96));
       referenceLong = await greedy(cold, LONG, 48);
+      for (const m of LONG_STARTS) referenceStarts.push(await greedy(cold, m));
       await cold.stop();
       cached = await startServer({...env, SVC_PARALLEL: "4", ...(speculation ? {SVC_SPECULATION: "on"} : {})});
     });
@@ -158,6 +169,15 @@ export function exactGreedy(label: string, env: Record<string, string>, speculat
       assert.equal(alone.text, referenceLong.text, "alone");
       const together = await Promise.all([ask(LONG, 48), ...TOPICS.slice(0, 3).map((t) => ask(turn1(t), 48))]);
       assert.equal(together[0]!.text, referenceLong.text, "beside three others");
+    });
+
+    test("prompts that share only the start of the long prompt's tiled run, each right after it: the same bytes", async () => {
+      for (const [i, m] of LONG_STARTS.entries()) {
+        await ask(LONG, 48);
+        const o = await ask(m);
+        assert.ok(o.cached > 0, `start ${i} resumed from a kept state`);
+        assert.equal(o.text, referenceStarts[i]!.text, `start ${i}`);
+      }
     });
 
     if (!speculation) return;

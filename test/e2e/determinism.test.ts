@@ -1,5 +1,5 @@
-// Exactness on every `npm test`: the default setup (flash attention on, auto speculation) on the first 6 of
-// the 20 topics, batched (four, then two at a time), warm and as follow-ups; and reuse matched by pieces on 5. The full matrix is test/slow/determinism.test.ts.
+// Exactness on every `npm test`, on the test model: the default setup (flash attention on, auto speculation) on
+// the first 6 of the 20 topics, batched (four, then two at a time), warm and as follow-ups; and reuse matched by pieces on 5. The full matrix is test/slow/determinism.test.ts.
 
 import {exactGreedy} from "./determinism-suite.ts";
 

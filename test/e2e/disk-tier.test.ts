@@ -1,4 +1,4 @@
-// The disk tier on the real model: a held conversation evicted from memory is written to SVC_CACHE_DIR and
+// The disk tier on the test model: a held conversation evicted from memory is written to SVC_CACHE_DIR and
 // loaded back when its prompt returns; a restarted server picks up where it was; a truncated file is
 // skipped and removed; an unusable directory turns the tier off without stopping the server.
 

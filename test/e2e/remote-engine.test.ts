@@ -1,7 +1,8 @@
 // The remote engine (SVC_ENGINE) in front of two real llama-server replicas built from the llama.cpp source
-// node-llama-cpp bundles, on the default GGUF: the four dialects through the official clients, structured
-// output and strict tools across the grammar restarts, held-back UTF-8 tokens, prefix routing and its
-// reports, named sessions pinned to their replica (slot files loaded back), and the refusals at start (unreachable replica, another template) and mid-stream (a replica dies).
+// node-llama-cpp bundles, on the test model's GGUF (support/test-model.ts; one test on SmolLM2's, and says why): the
+// four dialects through the official clients, structured output and strict tools across the grammar restarts,
+// held-back UTF-8 tokens, prefix routing and its reports, named sessions pinned to their replica (slot files loaded
+// back), and the refusals at start (unreachable replica, another template) and mid-stream (a replica dies).
 
 import assert from "node:assert/strict";
 import {spawnSync} from "node:child_process";
@@ -10,18 +11,23 @@ import {after, before, describe, test} from "node:test";
 import Anthropic from "@anthropic-ai/sdk";
 import type OpenAI from "openai";
 import type {Server} from "../../support/llama-server/servers.ts";
-import {get, post, startServer, type RunningServer} from "../../support/server.ts";
+import {get, post, startServer, trainedModel, type RunningServer} from "../../support/server.ts";
 import {freePort, REPLICA_CTX, REPLICA_SLOTS, startReplicas} from "../../support/llama-replicas.ts";
+import {testModelPath} from "../../support/test-model.ts";
+import {DEFAULT_MAIN_MODEL_SPEC} from "../../src/models/known-files.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 
 let replicas: Server[] = [];
 let server: RunningServer;
 let client: OpenAI;
+/** The GGUF every replica of this file serves (and every svc server here reads): the test model's. */
+let model: string;
 const urls = () => replicas.map((r) => r.url);
 
 before(async () => {
-  replicas = await startReplicas(2);
+  model = await testModelPath();
+  replicas = await startReplicas(2, [], true, model);
   server = await startServer({SVC_ENGINE: urls().join(","), SVC_CTX_SIZE: String(REPLICA_CTX)});
   client = server.client;
 });
@@ -75,13 +81,22 @@ describe("remote engine: dialects through the official clients", () => {
     assert.equal(final.usage!.completion_tokens, plain.usage!.completion_tokens);
   });
 
+  // Trained model: only a trained model writes emoji after a prompt of emoji (the test model writes words, digits and
+  // JSON punctuation), so this test has a SmolLM2 replica and server of its own.
   test("tokens llama-server holds back inside a UTF-8 character are recovered: text and token count equal its own", async () => {
-    const prompt = "Rocket emoji: 🚀, fire emoji: 🔥, Tokyo in Japanese: 東京. Now more emoji:";
-    const res = (await post(`${server.url}/v1/completions`, {prompt, max_tokens: 24, temperature: 0})).body;
-    const direct = (await post(`${replicas[0]!.url}/completion`, {prompt, n_predict: 24, temperature: 0, return_tokens: true})).body;
-    assert.ok(/\p{Extended_Pictographic}/u.test(direct.content), `the reply has an emoji, so some token was held back: ${direct.content}`);
-    assert.equal(res.choices[0].text, direct.content);
-    assert.equal(res.usage.completion_tokens, direct.tokens.length);
+    const [replica] = await startReplicas(1, [], true, DEFAULT_MAIN_MODEL_SPEC);
+    const smol = await startServer(trainedModel({SVC_ENGINE: replica!.url, SVC_CTX_SIZE: String(REPLICA_CTX)}));
+    try {
+      const prompt = "Rocket emoji: 🚀, fire emoji: 🔥, Tokyo in Japanese: 東京. Now more emoji:";
+      const res = (await post(`${smol.url}/v1/completions`, {prompt, max_tokens: 24, temperature: 0})).body;
+      const direct = (await post(`${replica!.url}/completion`, {prompt, n_predict: 24, temperature: 0, return_tokens: true})).body;
+      assert.ok(/\p{Extended_Pictographic}/u.test(direct.content), `the reply has an emoji, so some token was held back: ${direct.content}`);
+      assert.equal(res.choices[0].text, direct.content);
+      assert.equal(res.usage.completion_tokens, direct.tokens.length);
+    } finally {
+      await smol.stop();
+      await replica!.stop();
+    }
   });
 
   test("responses and messages (Anthropic SDK, streamed with its helper) answer through the replicas", async () => {
@@ -95,8 +110,12 @@ describe("remote engine: dialects through the official clients", () => {
     assert.ok(msg.usage.output_tokens >= 1);
   });
 
+  // The test model's strings run on until the grammar closes them: svc's own engine closes them in time to fit the
+  // token budget, llama-server does not, so every string in these schemas has a maxLength.
+  const SHORT = {type: "string", maxLength: 24} as const;
+
   test("a JSON schema is enforced remotely (chat and messages)", async () => {
-    const schema = {type: "object", properties: {name: {type: "string"}, age: {type: "integer"}}, required: ["name", "age"], additionalProperties: false};
+    const schema = {type: "object", properties: {name: SHORT, age: {type: "integer"}}, required: ["name", "age"], additionalProperties: false};
     const res = await client.chat.completions.create({model: "m", messages: ask("Give me a person as JSON"), max_tokens: 60, temperature: 0,
       response_format: {type: "json_schema", json_schema: {name: "p", strict: true, schema}}});
     const value = JSON.parse(res.choices[0]!.message.content!);
@@ -105,7 +124,7 @@ describe("remote engine: dialects through the official clients", () => {
     assert.ok(Number.isInteger(value.age));
     const anthropic = new Anthropic({baseURL: server.url, apiKey: "x", maxRetries: 0});
     const msg = await anthropic.messages.create({model: "m", max_tokens: 40, messages: [{role: "user", content: "Give a JSON object with a field color."}],
-      output_config: {format: {type: "json_schema", schema: {type: "object", properties: {color: {type: "string"}}, required: ["color"], additionalProperties: false}}}} as never);
+      output_config: {format: {type: "json_schema", schema: {type: "object", properties: {color: SHORT}, required: ["color"], additionalProperties: false}}}} as never);
     const text = (msg as {content: {text: string}[]}).content[0]!.text;
     assert.equal(typeof JSON.parse(text).color, "string");
   });
@@ -113,10 +132,10 @@ describe("remote engine: dialects through the official clients", () => {
   test("a schema beside tools binds from the first \"{\": the remote restart regenerates the brace already sent and the JSON is whole", async () => {
     const res = await client.chat.completions.create({model: "m", max_tokens: 80, temperature: 0,
       messages: ask('{"name": "Paris", "country": "France"} -- reply with another city in exactly this JSON format.'),
-      tools: [{type: "function", function: {name: "get_weather", strict: true, parameters: {type: "object", properties: {city: {type: "string"}},
+      tools: [{type: "function", function: {name: "get_weather", strict: true, parameters: {type: "object", properties: {city: SHORT},
         required: ["city"], additionalProperties: false}}}],
-      response_format: {type: "json_schema", json_schema: {name: "p", strict: true, schema: {type: "object", properties: {name: {type: "string"},
-        country: {type: "string"}}, required: ["name", "country"], additionalProperties: false}}}});
+      response_format: {type: "json_schema", json_schema: {name: "p", strict: true, schema: {type: "object", properties: {name: SHORT,
+        country: SHORT}, required: ["name", "country"], additionalProperties: false}}}});
     const content = res.choices[0]!.message.content!;
     assert.ok(content.startsWith("{"), `the reply is the JSON from its brace: ${content}`);
     const value = JSON.parse(content);
@@ -124,7 +143,7 @@ describe("remote engine: dialects through the official clients", () => {
   });
 
   test("strict tools: every call names the tool and its arguments match the schema (grammar hand-overs restart the remote request)", async () => {
-    const parameters = {type: "object", properties: {city: {type: "string"}, unit: {type: "string", enum: ["c", "f"]}}, required: ["city", "unit"],
+    const parameters = {type: "object", properties: {city: SHORT, unit: {type: "string", enum: ["c", "f"]}}, required: ["city", "unit"],
       additionalProperties: false};
     const res = await client.chat.completions.create({model: "m", messages: ask("What is the weather in Paris?"), max_tokens: 80, temperature: 0,
       tools: [{type: "function", function: {name: "get_weather", strict: true, parameters}}], tool_choice: "required"});
@@ -210,7 +229,7 @@ describe("remote engine: named sessions (SVC_FORK=1) pinned to their replica", (
 
   test("a replica without --slot-save-path: the session holds while its slot does, and a reused slot is said, not hidden", async () => {
     // Without its RAM prompt cache too (--cache-ram 0), which could otherwise bring the old prompt back into the slot on its own.
-    const [plain] = await startReplicas(1, ["--cache-ram", "0"], false);
+    const [plain] = await startReplicas(1, ["--cache-ram", "0"], false, model);
     const own = await startServer({SVC_ENGINE: plain!.url, SVC_CTX_SIZE: String(REPLICA_CTX), SVC_FORK: "1"});
     try {
       const m1: Msg[] = [{role: "system", content: SYSTEM}, {role: "user", content: "What is a fresco?"}];
@@ -235,7 +254,8 @@ describe("remote engine: named sessions (SVC_FORK=1) pinned to their replica", (
 
 describe("remote engine: refusals", () => {
   function start(env: Record<string, string>) {
-    return spawnSync(process.execPath, ["--import", "tsx", "src/main.ts"], {cwd: ROOT, env: {...process.env, SVC_PORT: "0", ...env}, encoding: "utf8", timeout: 120_000});
+    return spawnSync(process.execPath, ["--import", "tsx", "src/main.ts"], {cwd: ROOT, env: {...process.env, SVC_PORT: "0", SVC_MODEL: model, ...env}, encoding: "utf8",
+      timeout: 120_000});
   }
 
   test("an unreachable replica URL stops the start with a line naming it", async () => {
@@ -252,7 +272,7 @@ describe("remote engine: refusals", () => {
   });
 
   test("a replica with another chat template is refused at start, naming it", async () => {
-    const [other] = await startReplicas(1, ["--chat-template", "chatml"]);
+    const [other] = await startReplicas(1, ["--chat-template", "chatml"], true, model);
     try {
       const r = start({SVC_ENGINE: `${replicas[0]!.url},${other!.url}`});
       assert.equal(r.status, 2, r.stderr);
@@ -263,7 +283,7 @@ describe("remote engine: refusals", () => {
   });
 
   test("a replica that dies mid-stream ends that stream with an error event; the next request goes to the other", async () => {
-    const [doomed] = await startReplicas(1);
+    const [doomed] = await startReplicas(1, [], true, model);
     // Round-robin makes the replica of each request known in advance: the first goes to replicas[0], the second to the doomed one.
     const own = await startServer({SVC_ENGINE: `${replicas[0]!.url},${doomed!.url}`, SVC_CTX_SIZE: String(REPLICA_CTX), SVC_ROUTING: "round-robin"});
     try {

@@ -1,4 +1,4 @@
-// Named sessions (SVC_FORK=1) on the real model: every row of the spec's state table over HTTP — keep, keep
+// Named sessions (SVC_FORK=1) on the test model: every row of the spec's state table over HTTP — keep, keep
 // again, from (used / unmatched / unknown), joins, the handle limit, bad names, DELETE (now and while in use),
 // the TTL — plus branching inside a kept reply, the headers being ignored with sessions off, and a live handle
 // surviving a restart on a persistent SVC_CACHE_DIR.

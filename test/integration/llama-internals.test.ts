@@ -1,17 +1,19 @@
 // The node-llama-cpp internals svc relies on (src/engine/llama/internals.ts), checked against the real
-// library and model, so an upgrade that changes them fails here instead of silently mis-batching.
+// library, so an upgrade that changes them fails here instead of silently mis-batching. The main model is the test
+// model (support/test-model.ts: the default model's architecture, tokenizer and quantisations at a tiny size):
+// nothing here needs a trained model's judgement, only its tokens, its KV and deterministic greedy decoding.
 
 import assert from "node:assert/strict";
-import {homedir, tmpdir} from "node:os";
+import {availableParallelism, homedir, tmpdir} from "node:os";
 import {join} from "node:path";
 import {after, before, describe, test} from "node:test";
-import {InputLookupTokenPredictor, LlamaGrammarEvaluationState, type Llama, type LlamaContext, type LlamaModel, type Token} from "node-llama-cpp";
+import {getLlama, InputLookupTokenPredictor, LlamaGrammarEvaluationState, type Llama, type LlamaContext, type LlamaModel, type Token} from "node-llama-cpp";
 import {acceptGrammarToken, grammarAllows, isEndOfGeneration, attachTokenPredictor, detachTokenPredictor, copySequenceState, createEmbeddingsContext, grammarAcceptsText, pooledEmbedding, INTERNAL_MEMBERS, PINNED_NODE_LLAMA_CPP, queuedDecodes, sequenceIdOf, setNextBatchThreads, type QueuedDecodeView} from "../../src/engine/llama/internals.ts";
 import {ensureConverted} from "../../src/models/hf-convert/convert.ts";
 import {resolveModelFolder} from "../../src/models/hf-convert/fetch-folder.ts";
 import {DEFAULT_EMBEDDING_SPEC} from "../../src/side-models/registry.ts";
 import {createMemoryLogger} from "../../src/observability/log.ts";
-import {loadDefaultModel} from "./default-model.ts";
+import {testModelPath} from "../../support/test-model.ts";
 import {mkdtempSync, readFileSync, rmSync} from "node:fs";
 
 
@@ -19,7 +21,8 @@ let llama: Llama;
 let model: LlamaModel;
 
 before(async () => {
-  ({llama, model} = await loadDefaultModel());
+  llama = await getLlama({gpu: false, build: "never", maxThreads: availableParallelism()});
+  model = await llama.loadModel({modelPath: await testModelPath()});
 });
 after(async () => {
   await model?.dispose();
@@ -142,8 +145,11 @@ describe("node-llama-cpp internals", () => {
       const reference = await greedy(seq, prompt, N);
       await seq.clearHistory();
 
+      // The test model does not copy its prompt as a trained model would, so the lookup's input is the reply greedy
+      // decoding writes: from the reply's second token on the lookup finds it there and drafts the rest, as it finds a
+      // copying reply in its prompt.
       const lookup = new InputLookupTokenPredictor({patternLength: {min: 2}});
-      lookup.updateInputTokens(prompt);
+      lookup.updateInputTokens(reference);
       attachTokenPredictor(seq, lookup);
       assert.throws(() => attachTokenPredictor(seq, lookup), /already has a token predictor/);
       const before = seq.tokenPredictions.validated;
