@@ -1,17 +1,20 @@
-// The single-token classifier pattern on the real model through the openai client: a three-label
-// sentiment classification over 20 items sharing a system message, the model's own probabilities,
-// cache reuse from the second item on, cold vs warm agreement, and every refusal of rule 7.
+// The single-token classifier pattern through the openai client: a three-label sentiment classification over
+// 20 items sharing a system message, the model's own probabilities, cache reuse from the second item on, cold
+// vs warm agreement (on the trained default model: the labels must be among its likely next tokens and mean
+// something), and the tokenization rule, completions logprobs, sampled logprobs and every refusal of rule 7
+// (on the test model).
 
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
 import OpenAI from "openai";
-import {post, startServer, type RunningServer} from "../../support/server.ts";
+import {post, sharedServer, startServer, trainedModel, type RunningServer} from "../../support/server.ts";
 
+/** The trained model's server (the 20 items and their cold repeats); the test model's for the rest. */
+let trained: RunningServer;
 let server: RunningServer;
 
 before(async () => {
-  // One region: every item lands where the previous one left its state.
-  server = await startServer({SVC_PARALLEL: "1"});
+  server = await sharedServer({SVC_CTX_SIZE: "1024", SVC_PARALLEL: "1"});
 });
 after(async () => {
   await server?.stop();
@@ -61,7 +64,7 @@ interface Scored {
 }
 
 async function score(review: string): Promise<Scored> {
-  const raw = await server.client.chat.completions.create(classify(review) as never) as OpenAI.Chat.Completions.ChatCompletion;
+  const raw = await trained.client.chat.completions.create(classify(review) as never) as OpenAI.Chat.Completions.ChatCompletion;
   const top = raw.choices[0]!.logprobs!.content![0]!.top_logprobs;
   // Rule 2: normalise over the labels. A label outside the top 20 has no reported mass and counts as 0
   // (a 135M model sometimes ranks one label that low); at least one label must be there.
@@ -80,6 +83,17 @@ describe("classifier pattern", () => {
   test("the labels start with different tokens (rule 3)", async () => {
     const first = await Promise.all(LABELS.map(async (l) => (await post(`${server.url}/tokenize`, {content: l})).body.tokens[0]));
     assert.equal(new Set(first).size, 3);
+  });
+});
+
+describe("classifier pattern on the trained model", () => {
+  before(async () => {
+    // One region: every item lands where the previous one left its state.
+    // Trained model: the labels must be among its likely next tokens, and a clearly positive review must read positive.
+    trained = await startServer(trainedModel({SVC_PARALLEL: "1"}));
+  });
+  after(async () => {
+    await trained?.stop();
   });
 
   let warm: Scored[] = [];
@@ -118,7 +132,7 @@ describe("classifier pattern", () => {
   test("cold requests give the same labels and the same probabilities to 4 decimals", async () => {
     for (const [i, item] of ITEMS.entries()) {
       // An unrelated request takes the only region, so the item after it starts cold.
-      await post(`${server.url}/v1/completions`, {prompt: `Unrelated text number ${i}.`, max_tokens: 1});
+      await post(`${trained.url}/v1/completions`, {prompt: `Unrelated text number ${i}.`, max_tokens: 1});
       const cold = await score(item);
       assert.equal(cold.cached, 0, `item ${i} ran cold`);
       assert.deepEqual(cold.order, warm[i]!.order, `label order of item ${i}`);
@@ -127,7 +141,9 @@ describe("classifier pattern", () => {
       }
     }
   });
+});
 
+describe("logprobs and rule 7 on the test model", () => {
   test("completions take logprobs as a number of alternatives", async () => {
     const prompt = "<|im_start|>user\nIs the sky blue? Answer yes or no.<|im_end|>\n<|im_start|>assistant\n";
     const res = await server.client.completions.create({model: "m", prompt, max_tokens: 1, temperature: 0, logprobs: 5});

@@ -1,7 +1,8 @@
 // POST /classify on a small real classifier built by test code (test/fixtures/classifier/build.ts):
 // MiniLM's encoder and pooler with a two-label sentiment head trained here. Also: the conversion is kept
 // and reused on a second start, a changed checkpoint reconverts, bad fine-tune directories are refused at
-// start with one line, and wrong model-to-route pairings are 400s naming the route.
+// start with one line, and wrong model-to-route pairings are 400s naming the route (the stream guard there, only
+// refused, runs the test model).
 
 import assert from "node:assert/strict";
 import {mkdtemp, mkdir, readFile, rm, stat, truncate, writeFile} from "node:fs/promises";
@@ -11,6 +12,7 @@ import {after, before, describe, test} from "node:test";
 import {buildSentimentClassifier} from "../fixtures/classifier/build.ts";
 import {encodeSafetensors, SafetensorsFile} from "../../src/models/hf-convert/safetensors.ts";
 import {post, startServer, type RunningServer} from "../../support/server.ts";
+import {testModelPath} from "../../support/test-model.ts";
 
 let root: string;
 let clfDir: string;
@@ -22,7 +24,7 @@ before(async () => {
   root = await mkdtemp(join(tmpdir(), "svc-classify-"));
   clfDir = join(root, "sentiment-clf");
   await buildSentimentClassifier(clfDir);
-  server = await startServer(env(`nx3-embedding-0.6b,nx3guard-stream-0.6b,${clfDir}`));
+  server = await startServer(env(`nx3-embedding-0.6b,nx3guard-stream-0.6b=${await testModelPath()},${clfDir}`));
 });
 after(async () => {
   await server?.stop();

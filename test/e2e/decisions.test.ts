@@ -1,13 +1,14 @@
-// Decisions on the real model (SmolLM2-135M behind decider-0.8b): the chat route through the openai client
-// (every option shape, logprobs, streaming), POST /v1/decide (choice, score, noul, 422s) and wrong
-// pairings. SVC_NPU_DEC_RESUME 0 / 1 / 2 giving bit-identical answers, and the text limit at its edge, are in
+// Decisions on the test model (behind decider-0.8b, and the reranker for the pairings: these tests check the
+// shapes, the option probabilities' arithmetic and the refusals, never which option wins): the chat route
+// through the openai client (every option shape, logprobs, streaming), POST /v1/decide (choice, score, noul,
+// 422s) and wrong pairings. SVC_NPU_DEC_RESUME 0 / 1 / 2 giving bit-identical answers, and the text limit at its edge, are in
 // the slow tier (test/slow/decision-resume.test.ts, test/slow/decision-limits.test.ts).
 
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
 import {DECIDE, REVIEW} from "./decide-fixture.ts";
 import {post, readSse, startServer, TIMING_FIELDS, type RunningServer} from "../../support/server.ts";
-
+import {testModelPath} from "../../support/test-model.ts";
 
 let s0: RunningServer;
 let s2: RunningServer;
@@ -15,9 +16,10 @@ let s2: RunningServer;
 const BASE = {SVC_CTX_SIZE: "1024", SVC_PARALLEL: "1", SVC_QUEUE_TIMEOUT: "1800"};
 
 before(async () => {
+  const model = await testModelPath();
   [s0, s2] = await Promise.all([
-    startServer({...BASE, SVC_NPU_MODELS: "decider-0.8b", SVC_NPU_DEC_RESUME: "0"}),
-    startServer({...BASE, SVC_NPU_MODELS: "decider-0.8b,nx3-reranker-0.6b", SVC_NPU_DEC_RESUME: "2", SVC_NPU_DEC_ENTRIES: "2"}),
+    startServer({...BASE, SVC_NPU_MODELS: `decider-0.8b=${model}`, SVC_NPU_DEC_RESUME: "0"}),
+    startServer({...BASE, SVC_NPU_MODELS: `decider-0.8b=${model},nx3-reranker-0.6b=${model}`, SVC_NPU_DEC_RESUME: "2", SVC_NPU_DEC_ENTRIES: "2"}),
   ]);
 });
 after(async () => {

@@ -1,4 +1,5 @@
-// The streaming guard on POST /v1/chat/completions, on the real SmolLM2 file behind nx3guard-stream-0.6b:
+// The streaming guard on POST /v1/chat/completions, on the test model behind nx3guard-stream-0.6b (and the
+// moderation id beside it; these tests check the events' shapes, order and arithmetic, not which label wins):
 // guarded streams through the openai SDK's strict helper with the reply unchanged, the events in order,
 // the body form, the header form, refusals at their edges, the unwatched reply past SVC_GUARD_STREAMS,
 // skipped text past SVC_GUARD_LAG, and the 400 without side models. The stop at 2,048 tokens (slow: a
@@ -8,6 +9,7 @@ import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
 import type OpenAI from "openai";
 import {post, readSse, startServer, type RunningServer, sharedServer} from "../../support/server.ts";
+import {testModelPath} from "../../support/test-model.ts";
 
 const GUARD = "nx3guard-stream-0.6b";
 const LABELS = ["Safe", "Unsafe", "Controversial"];
@@ -20,8 +22,12 @@ let chatUrl: string;
 
 before(async () => {
   // Final wait at its maximum: verdict timing on a shared 2-core box varies tenfold, and these tests check
-  // the verdicts themselves (the wait ending a watch early is covered by the unit tests).
-  server = await sharedServer({SVC_NPU_MODELS: `${GUARD},nx3guard-gen-0.6b`, SVC_CTX_SIZE: "2560", SVC_PARALLEL: "1", SVC_GUARD_STREAMS: "1", SVC_GUARD_FINAL_S: "600"});
+  // the verdicts themselves (the wait ending a watch early is covered by the unit tests). The lag above every
+  // reply's length, so each is read whole (test/slow/guard-window.test.ts shares this server: its 1,060-token reply
+  // of test-model words runs to ~7,000 characters, past the default 4,096).
+  const model = await testModelPath();
+  server = await sharedServer({SVC_NPU_MODELS: `${GUARD}=${model},nx3guard-gen-0.6b=${model}`, SVC_CTX_SIZE: "2560", SVC_PARALLEL: "1",
+    SVC_GUARD_STREAMS: "1", SVC_GUARD_FINAL_S: "600", SVC_GUARD_LAG: "65536"});
   client = server.client;
   chatUrl = `${server.url}/v1/chat/completions`;
 });
@@ -170,7 +176,8 @@ describe("guard refusals (400 before the reply starts)", () => {
 
 describe("concurrency", () => {
   test("past SVC_GUARD_STREAMS (1 here) a reply is served unwatched and its stream says so", async () => {
-    const body = JSON.stringify({model: "m", messages: ask("Count to five."), max_tokens: 24, temperature: 0, stream: true, guard: true});
+    // 96 tokens: the test model is fast, and the first reply must still be watched when the second one arrives.
+    const body = JSON.stringify({model: "m", messages: ask("Count to five."), max_tokens: 96, temperature: 0, stream: true, guard: true});
     const first = await fetch(chatUrl, {method: "POST", headers: {"content-type": "application/json"}, body});
     const reader = first.body!.getReader();
     const head = await reader.read(); // the first frame: the first reply is in flight and watched
@@ -195,7 +202,8 @@ describe("concurrency", () => {
 describe("skipped text past SVC_GUARD_LAG", () => {
   let small: RunningServer;
   before(async () => {
-    small = await startServer({SVC_NPU_MODELS: GUARD, SVC_CTX_SIZE: "1024", SVC_PARALLEL: "1", SVC_GUARD_LAG: "40", SVC_GUARD_FINAL_S: "600"});
+    small = await startServer({SVC_NPU_MODELS: `${GUARD}=${await testModelPath()}`, SVC_CTX_SIZE: "1024", SVC_PARALLEL: "1", SVC_GUARD_LAG: "40",
+      SVC_GUARD_FINAL_S: "600"});
   });
   after(async () => {
     await small?.stop();

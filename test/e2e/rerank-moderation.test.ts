@@ -1,31 +1,41 @@
-// Reranking and moderation on the real model (SmolLM2-135M behind nx3-reranker-0.6b and nx3guard-gen-0.6b):
-// the Cohere/Jina rerank shape, ordering on a case the 135M model gets right, top_n, return_documents,
-// batched = alone; the OpenAI moderation shape through the openai client, label_scores summing to 1,
-// strict, `messages`; wrong pairings. The 4,096-token limits at their edges are in
-// test/slow/side-limits.test.ts.
+// Reranking and moderation (nx3-reranker-0.6b and nx3guard-gen-0.6b): the Cohere/Jina rerank shape, top_n,
+// return_documents, batched = alone, bad requests and wrong pairings on the test model; the ordering on a case
+// the 135M model gets right and the moderation labels (the OpenAI shape through the openai client, label_scores
+// summing to 1, strict, the judged reply) on SmolLM2, the ids' default file; text parts and `messages` picking
+// the judged text on the test model. The 4,096-token limits at their edges are in test/slow/side-limits.test.ts.
 
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
 import {post, startServer, type RunningServer} from "../../support/server.ts";
+import {testModelPath} from "../../support/test-model.ts";
 
+/** Side models on the test model, and on their default SmolLM2 file (`trained`). */
 let server: RunningServer;
+let trained: RunningServer;
+
+const BASE = {SVC_CTX_SIZE: "1024", SVC_PARALLEL: "1", SVC_QUEUE_TIMEOUT: "1800"};
 
 before(async () => {
-  server = await startServer({SVC_CTX_SIZE: "1024", SVC_PARALLEL: "1", SVC_QUEUE_TIMEOUT: "1800",
-    SVC_NPU_MODELS: "nx3-reranker-0.6b,nx3guard-gen-0.6b,nx3guard-stream-0.6b,decider-0.8b"});
+  const model = await testModelPath();
+  const ids = ["nx3-reranker-0.6b", "nx3guard-gen-0.6b", "nx3guard-stream-0.6b", "decider-0.8b"];
+  [server, trained] = await Promise.all([
+    startServer({...BASE, SVC_NPU_MODELS: ids.map((id) => `${id}=${model}`).join(",")}),
+    // Trained model: the ranking and the labels are judgements (the side ids keep their default SmolLM2 file).
+    startServer({...BASE, SVC_NPU_MODELS: "nx3-reranker-0.6b,nx3guard-gen-0.6b"}),
+  ]);
 });
 after(async () => {
-  await server?.stop();
+  await Promise.all([server?.stop(), trained?.stop()]);
 });
 
-const rerank = (body: Record<string, unknown>) => post(`${server.url}/v1/rerank`, {model: "nx3-reranker-0.6b", ...body});
+const rerank = (body: Record<string, unknown>, s = server) => post(`${s.url}/v1/rerank`, {model: "nx3-reranker-0.6b", ...body});
 
 describe("POST /v1/rerank", () => {
   const PARIS = "What is the capital of France? The capital of France is Paris.";
   const BREAD = "Bread is baked from flour, water and yeast.";
 
   test("a document about Paris ranks above one about bread for a question about France's capital", async () => {
-    const r = await rerank({query: "What is the capital of France?", documents: [BREAD, PARIS], return_documents: true});
+    const r = await rerank({query: "What is the capital of France?", documents: [BREAD, PARIS], return_documents: true}, trained);
     assert.equal(r.status, 200, r.text);
     const [first, second] = r.body.results;
     const scores = r.body.results.map((x: any) => `${x.index}: ${x.relevance_score.toFixed(4)}`).join(", ");
@@ -90,7 +100,9 @@ describe("POST /v1/moderations", () => {
   const sum = (s: {Safe: number; Unsafe: number; Controversial: number}) => s.Safe + s.Unsafe + s.Controversial;
 
   test("OpenAI shape through the openai client; label_scores sum to 1; the label is the most likely", async () => {
-    const r = await server.client.moderations.create({model: "omni-moderation-latest", input: ["How do I bake bread?", COPIES_CONTROVERSIAL]});
+    // SmolLM2 reads two ~360-token prompts from cold here: on a shared 2-core machine that can outlast the client's 120 s.
+    const r = await trained.client.moderations.create({model: "omni-moderation-latest", input: ["How do I bake bread?", COPIES_CONTROVERSIAL]},
+      {timeout: 900_000});
     assert.equal(r.results.length, 2);
     assert.equal(r.model, "nx3guard-gen-0.6b");
     for (const res of r.results as any[]) {
@@ -108,11 +120,14 @@ describe("POST /v1/moderations", () => {
     assert.equal(copied.flagged, false, "Controversial is not flagged without strict");
   });
 
-  test("strict flags Controversial; text parts make one input; no model reaches the loaded moderation model", async () => {
-    const strict = await post(`${server.url}/v1/moderations`, {input: COPIES_CONTROVERSIAL, strict: true});
+  test("strict flags Controversial (trained model)", async () => {
+    const strict = await post(`${trained.url}/v1/moderations`, {input: COPIES_CONTROVERSIAL, strict: true});
     assert.equal(strict.status, 200, strict.text);
     assert.equal(strict.body.results[0].label, "Controversial");
     assert.equal(strict.body.results[0].flagged, true);
+  });
+
+  test("text parts make one input; no model reaches the loaded moderation model", async () => {
     const parts = await post(`${server.url}/v1/moderations`, {model: "text-moderation-stable", input: [{type: "text", text: "How do I bake"}, {type: "text", text: "bread?"}]});
     assert.equal(parts.status, 200, parts.text);
     assert.equal(parts.body.results.length, 1);
@@ -120,18 +135,22 @@ describe("POST /v1/moderations", () => {
     assert.equal(named.status, 200);
   });
 
-  test("messages: a single user turn is judged exactly as input; a final assistant reply is what is judged", async () => {
+  test("messages: a single user turn is judged exactly as input; a user message after the reply is what is judged", async () => {
     const asInput = await post(`${server.url}/v1/moderations`, {input: COPIES_CONTROVERSIAL});
     const asMessages = await post(`${server.url}/v1/moderations`, {messages: [{role: "system", content: "Be nice."}, {role: "user", content: COPIES_CONTROVERSIAL}]});
     assert.deepEqual(asMessages.body.results[0].label_scores, asInput.body.results[0].label_scores, "the last user message, bit for bit");
-    const calmReply = await post(`${server.url}/v1/moderations`, {messages: [{role: "user", content: "Hello"}, {role: "assistant", content: "Hi! How can I help?"}]});
     const copyingReply = await post(`${server.url}/v1/moderations`, {messages: [{role: "user", content: "Hello"}, {role: "assistant", content: COPIES_CONTROVERSIAL}]});
-    assert.equal(calmReply.body.results[0].label, "Safe", JSON.stringify(calmReply.body.results[0].label_scores));
-    assert.equal(copyingReply.body.results[0].label, "Controversial", JSON.stringify(copyingReply.body.results[0].label_scores));
     // A user message after the reply: the user message is judged (its prompt differs from the reply's).
     const userLast = await post(`${server.url}/v1/moderations`, {messages: [{role: "user", content: "Hello"}, {role: "assistant", content: COPIES_CONTROVERSIAL},
       {role: "user", content: "Thanks"}]});
     assert.notDeepEqual(userLast.body.results[0].label_scores, copyingReply.body.results[0].label_scores);
+  });
+
+  test("messages: a final assistant reply is what is judged (trained model)", async () => {
+    const calmReply = await post(`${trained.url}/v1/moderations`, {messages: [{role: "user", content: "Hello"}, {role: "assistant", content: "Hi! How can I help?"}]});
+    const copyingReply = await post(`${trained.url}/v1/moderations`, {messages: [{role: "user", content: "Hello"}, {role: "assistant", content: COPIES_CONTROVERSIAL}]});
+    assert.equal(calmReply.body.results[0].label, "Safe", JSON.stringify(calmReply.body.results[0].label_scores));
+    assert.equal(copyingReply.body.results[0].label, "Controversial", JSON.stringify(copyingReply.body.results[0].label_scores));
   });
 
   test("wrong pairings and bad requests are 400 naming the field or route", async () => {

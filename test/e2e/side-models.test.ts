@@ -1,11 +1,13 @@
-// Side models across the server (issue 7), with the one side model every build serves (nx3.5-2b): the
-// /health and /v1/models listings, a side id refused on the other generation routes naming the chat route,
-// the main model answering beside it, a server without SVC_NPU_MODELS behaving as if there were no side
-// models, an unknown id stopping the start, and the queue refusing what cannot start in time.
+// Side models across the server (issue 7), with the one side model every build serves (nx3.5-2b, here on the
+// test model: nothing below judges its answers): the /health and /v1/models listings, a side id refused on the
+// other generation routes naming the chat route, the main model answering beside it, a server without
+// SVC_NPU_MODELS behaving as if there were no side models, an unknown id stopping the start, and the queue
+// refusing what cannot start in time.
 
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
 import {get, post, startServer, type RunningServer, sharedServer} from "../../support/server.ts";
+import {testModelPath} from "../../support/test-model.ts";
 
 const SIDE = "nx3.5-2b";
 const MAIN = "svc-nx3.8-flash-next";
@@ -15,7 +17,7 @@ let plain: RunningServer;
 before(async () => {
   // A tiny SVC_QUEUE_TIMEOUT for the overflow test; every other test sends one request at a time.
   [side, plain] = await Promise.all([
-    startServer({SVC_NPU_MODELS: SIDE, SVC_CTX_SIZE: "1024", SVC_PARALLEL: "1", SVC_QUEUE_TIMEOUT: "0.1"}),
+    startServer({SVC_NPU_MODELS: `${SIDE}=${await testModelPath()}`, SVC_CTX_SIZE: "1024", SVC_PARALLEL: "1", SVC_QUEUE_TIMEOUT: "0.1"}),
     sharedServer({SVC_CTX_SIZE: "1024", SVC_PARALLEL: "1"}),
   ]);
 });
@@ -129,9 +131,10 @@ describe("SVC_NPU_MODELS with an unknown id", () => {
 
 describe("queue overflow", () => {
   test("requests that cannot start within SVC_QUEUE_TIMEOUT get 503 engine_busy with Retry-After; the others are served", async () => {
-    // A long prompt keeps the first request on the small model well past 0.1 s while the others wait.
+    // A long prompt and a long reply (the test model never ends one on its own: it runs to max_tokens) keep the
+    // first request on the small model well past 0.1 s while the others wait.
     const content = `Summarise this: ${"The quick brown fox jumps over the lazy dog. ".repeat(60)}`;
-    const body = {model: SIDE, messages: ask(content), max_tokens: 8, temperature: 0};
+    const body = {model: SIDE, messages: ask(content), max_tokens: 512, temperature: 0};
     const results = await Promise.all(Array.from({length: 4}, () => post(`${side.url}/v1/chat/completions`, body)));
     const busy = results.filter((r) => r.status === 503);
     const served = results.filter((r) => r.status === 200);

@@ -1,4 +1,5 @@
-// Small generation (`model: nx3.5-2b`) on POST /v1/chat/completions, on the real SmolLM2 file: answers
+// Small generation (`model: nx3.5-2b`) on POST /v1/chat/completions, on the test model (SmolLM2's tokenizer,
+// template and 8,192-token training context; nothing below judges an answer's sense): answers
 // streamed or not through the official openai client (strict stream helper), usage and timings, stop
 // strings, the sampling defaults, text only and thinking off, and the prompt and budget limits at their edges
 // (the 8,191-token prompt, slow here, is in test/slow/small-generation-limits.test.ts).
@@ -7,6 +8,7 @@ import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
 import OpenAI from "openai";
 import {get, post, readSse, startServer, TIMING_FIELDS, type RunningServer} from "../../support/server.ts";
+import {testModelPath} from "../../support/test-model.ts";
 
 const M = "nx3.5-2b";
 let server: RunningServer;
@@ -14,7 +16,7 @@ let client: OpenAI;
 let chatUrl: string;
 
 before(async () => {
-  server = await startServer({SVC_NPU_MODELS: M, SVC_CTX_SIZE: "1024", SVC_PARALLEL: "1"});
+  server = await startServer({SVC_NPU_MODELS: `${M}=${await testModelPath()}`, SVC_CTX_SIZE: "1024", SVC_PARALLEL: "1"});
   client = server.client;
   chatUrl = `${server.url}/v1/chat/completions`;
 });
@@ -124,7 +126,7 @@ describe("small generation: answers", () => {
     const entry = health.side_models.models.find((m: {id: string}) => m.id === M);
     assert.equal(entry.kind, "small-generation");
     assert.equal(entry.route, "POST /v1/chat/completions");
-    assert.equal(entry.context_size, 8192, "18,432 positions asked, clamped to SmolLM2's training context");
+    assert.equal(entry.context_size, 8192, "18,432 positions asked, clamped to the model's training context (8,192, as SmolLM2's)");
     assert.equal(entry.max_prompt_tokens, 8191);
     assert.equal(entry.max_tokens_default, 2048);
     assert.deepEqual(entry.sampling_defaults, {temperature: 1, top_k: 20, presence_penalty: 2});

@@ -1,14 +1,17 @@
 // The decision text limit at its edge (slow: an 8,192-token evaluation on a 2-core machine). Moved from
-// test/e2e/decisions.test.ts, which tests the rest of decisions.
+// test/e2e/decisions.test.ts, which tests the rest of decisions. The decider runs the test model (SmolLM2's
+// tokenizer and 8,192-token training context at a fraction of the cost): the assertions are token counts.
 
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
 import {longPost, post, startServer, type RunningServer} from "../../support/server.ts";
+import {testModelPath} from "../../support/test-model.ts";
 
 let s0: RunningServer;
 
 before(async () => {
-  s0 = await startServer({SVC_CTX_SIZE: "1024", SVC_PARALLEL: "1", SVC_QUEUE_TIMEOUT: "1800", SVC_NPU_MODELS: "decider-0.8b", SVC_NPU_DEC_RESUME: "0"});
+  s0 = await startServer({SVC_CTX_SIZE: "1024", SVC_PARALLEL: "1", SVC_QUEUE_TIMEOUT: "1800", SVC_NPU_MODELS: `decider-0.8b=${await testModelPath()}`,
+    SVC_NPU_DEC_RESUME: "0"});
 });
 after(async () => {
   await s0?.stop();

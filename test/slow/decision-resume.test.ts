@@ -1,10 +1,12 @@
 // SVC_NPU_DEC_RESUME 0, 1 and 2 give bit-identical decisions (slow: three servers with the decision model),
-// moved from test/e2e/decisions.test.ts, which tests the rest of decisions.
+// moved from test/e2e/decisions.test.ts, which tests the rest of decisions. The decider (and the reranker beside
+// it) runs the test model: the assertions are exactness and reuse counts, not which option wins.
 
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
 import {DECIDE} from "../e2e/decide-fixture.ts";
 import {longPost, startServer, type RunningServer} from "../../support/server.ts";
+import {testModelPath} from "../../support/test-model.ts";
 
 let s0: RunningServer;
 let s1: RunningServer;
@@ -13,10 +15,11 @@ let s2: RunningServer;
 const BASE = {SVC_CTX_SIZE: "1024", SVC_PARALLEL: "1", SVC_QUEUE_TIMEOUT: "1800"};
 
 before(async () => {
+  const model = await testModelPath();
   [s0, s1, s2] = await Promise.all([
-    startServer({...BASE, SVC_NPU_MODELS: "decider-0.8b", SVC_NPU_DEC_RESUME: "0"}),
-    startServer({...BASE, SVC_NPU_MODELS: "decider-0.8b", SVC_NPU_DEC_RESUME: "1"}),
-    startServer({...BASE, SVC_NPU_MODELS: "decider-0.8b,nx3-reranker-0.6b", SVC_NPU_DEC_RESUME: "2", SVC_NPU_DEC_ENTRIES: "2"}),
+    startServer({...BASE, SVC_NPU_MODELS: `decider-0.8b=${model}`, SVC_NPU_DEC_RESUME: "0"}),
+    startServer({...BASE, SVC_NPU_MODELS: `decider-0.8b=${model}`, SVC_NPU_DEC_RESUME: "1"}),
+    startServer({...BASE, SVC_NPU_MODELS: `decider-0.8b=${model},nx3-reranker-0.6b=${model}`, SVC_NPU_DEC_RESUME: "2", SVC_NPU_DEC_ENTRIES: "2"}),
   ]);
 });
 after(async () => {

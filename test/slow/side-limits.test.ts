@@ -1,15 +1,18 @@
 // The side models' long limits at their edges (slow: 4,096-token evaluations on a 2-core machine), moved
-// from test/e2e/rerank-moderation.test.ts, which tests the rest of reranking and moderation.
+// from test/e2e/rerank-moderation.test.ts, which tests the rest of reranking and moderation. Both ids run the
+// test model (SmolLM2's tokenizer at a fraction of the cost): the assertions are token counts.
 
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
 import {longPost, post, startServer, type RunningServer} from "../../support/server.ts";
+import {testModelPath} from "../../support/test-model.ts";
 
 let server: RunningServer;
 
 before(async () => {
+  const model = await testModelPath();
   server = await startServer({SVC_CTX_SIZE: "1024", SVC_PARALLEL: "1", SVC_QUEUE_TIMEOUT: "1800",
-    SVC_NPU_MODELS: "nx3-reranker-0.6b,nx3guard-gen-0.6b"});
+    SVC_NPU_MODELS: `nx3-reranker-0.6b=${model},nx3guard-gen-0.6b=${model}`});
 });
 after(async () => {
   await server?.stop();

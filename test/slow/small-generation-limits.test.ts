@@ -1,16 +1,18 @@
 // Small generation at the model's own context edge (slow: an 8,191-token prompt on a 2-core machine), moved
-// from test/e2e/small-generation.test.ts, which tests the other limits.
+// from test/e2e/small-generation.test.ts, which tests the other limits. nx3.5-2b runs the test model, which has
+// SmolLM2's tokenizer and 8,192-token training context: the assertions are token counts.
 
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
 import {post, startServer, type RunningServer} from "../../support/server.ts";
+import {testModelPath} from "../../support/test-model.ts";
 
 const M = "nx3.5-2b";
 let server: RunningServer;
 let chatUrl: string;
 
 before(async () => {
-  server = await startServer({SVC_NPU_MODELS: M, SVC_CTX_SIZE: "1024", SVC_PARALLEL: "1"});
+  server = await startServer({SVC_NPU_MODELS: `${M}=${await testModelPath()}`, SVC_CTX_SIZE: "1024", SVC_PARALLEL: "1"});
   chatUrl = `${server.url}/v1/chat/completions`;
 });
 after(async () => {
@@ -30,7 +32,7 @@ describe("small generation: the model's own limit", () => {
     assert.equal(more.usage!.prompt_tokens, base + 50, "one token per repeat");
   });
 
-  test("the model's own limit (SmolLM2 trains at 8,192): 8,192 prompt tokens refused; 8,191 answered with the cap as budget", async () => {
+  test("the model's own limit (the test model, as SmolLM2, trains at 8,192): 8,192 prompt tokens refused; 8,191 answered with the cap as budget", async () => {
     const full = await post(chatUrl, {model: M, messages: ask(content(8_192)), max_tokens: 1});
     assert.equal(full.status, 400);
     assert.match(full.body.error.message, /the prompt has 8192 tokens.*holds 8192 positions \(its training context.*longest prompt here is 8191 tokens/);
