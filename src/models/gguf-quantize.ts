@@ -6,6 +6,8 @@
 //   Q4_1: f16 d, f16 m, then 16 bytes of q;  x = m + d * q,     d = (max - min) / 15, m = min
 //   (byte j holds value j in its low nibble and value j + 16 in its high nibble)
 
+import {floatToHalf, fromHalfBits} from "./half-float.ts";
+
 export const GGML_TYPE = {F32: 0, Q4_1: 3, Q8_0: 8} as const;
 export type GgmlType = (typeof GGML_TYPE)[keyof typeof GGML_TYPE];
 
@@ -19,43 +21,6 @@ export function tensorBytes(type: GgmlType, count: number): number {
   return (count / QUANT_BLOCK) * BLOCK_BYTES[type];
 }
 
-const f32 = new Float32Array(1);
-const u32 = new Uint32Array(f32.buffer);
-
-/** IEEE half-precision bits of x, rounded to nearest even (as ggml's GGML_FP32_TO_FP16 does). */
-export function toHalfBits(x: number): number {
-  f32[0] = x;
-  const bits = u32[0]!;
-  const sign = (bits >>> 16) & 0x8000;
-  const exp = (bits >>> 23) & 0xff;
-  let mant = bits & 0x7fffff;
-  if (exp === 0xff) return sign | 0x7c00 | (mant ? 0x200 : 0);
-  let e = exp - 127 + 15;
-  if (e >= 0x1f) return sign | 0x7c00;
-  if (e <= 0) {
-    if (e < -10) return sign;
-    mant |= 0x800000;
-    const shift = 14 - e;
-    const half = mant >>> shift;
-    const rest = mant & ((1 << shift) - 1);
-    const mid = 1 << (shift - 1);
-    return sign | (rest > mid || (rest === mid && (half & 1)) ? half + 1 : half);
-  }
-  let half = (e << 10) | (mant >>> 13);
-  const rest = mant & 0x1fff;
-  if (rest > 0x1000 || (rest === 0x1000 && (half & 1))) half++;
-  return sign | half;
-}
-
-/** The value of half-precision bits h. */
-export function fromHalfBits(h: number): number {
-  const sign = h & 0x8000 ? -1 : 1;
-  const exp = (h >>> 10) & 0x1f;
-  const mant = h & 0x3ff;
-  if (exp === 0) return sign * mant * 2 ** -24;
-  if (exp === 0x1f) return mant ? NaN : sign * Infinity;
-  return sign * (1 + mant / 1024) * 2 ** (exp - 15);
-}
 
 /** `data` (row-major, rows of a multiple of 32 values) as the bytes of a `type` tensor. */
 export function quantize(type: GgmlType, data: Float32Array): Uint8Array {
@@ -72,7 +37,7 @@ function q8Block(x: Float32Array, out: Buffer, at: number): number {
   let amax = 0;
   for (const v of x) amax = Math.max(amax, Math.abs(v));
   const d = amax / 127;
-  const dBits = toHalfBits(d);
+  const dBits = floatToHalf(d);
   out.writeUInt16LE(dBits, at);
   // ggml rounds with the f32 scale, not the stored half one.
   const id = d ? 1 / d : 0;
@@ -89,8 +54,8 @@ function q4Block(x: Float32Array, out: Buffer, at: number): number {
   }
   const d = (max - min) / 15;
   const id = d ? 1 / d : 0;
-  out.writeUInt16LE(toHalfBits(d), at);
-  out.writeUInt16LE(toHalfBits(min), at + 2);
+  out.writeUInt16LE(floatToHalf(d), at);
+  out.writeUInt16LE(floatToHalf(min), at + 2);
   const q = (v: number) => Math.min(15, Math.trunc((v - min) * id + 0.5));
   for (let j = 0; j < QUANT_BLOCK / 2; j++) out[at + 4 + j] = q(x[j]!) | (q(x[j + QUANT_BLOCK / 2]!) << 4);
   return at + 20;

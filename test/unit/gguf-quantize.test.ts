@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
-import {dequantize, fromHalfBits, GGML_TYPE, quantize, tensorBytes, toHalfBits} from "../../src/models/gguf-quantize.ts";
+import {dequantize, GGML_TYPE, quantize, tensorBytes} from "../../src/models/gguf-quantize.ts";
+import {floatToHalf as toHalfBits, fromHalfBits} from "../../src/models/half-float.ts";
 import {tokenClass} from "../../support/test-model.ts";
 
 describe("half precision", () => {
