@@ -136,6 +136,8 @@ export async function startServer(settings: Record<string, string> = {}, timeout
     };
     const timer = setTimeout(() => {
       done();
+      // A server that never listened is stopped here: left running, it would hold the test file's process open.
+      child.kill("SIGKILL");
       reject(new Error(`no listening line within ${timeoutMs} ms; last lines:\n${logs.slice(-10).join("\n")}`));
     }, timeoutMs);
     const check = (l: string) => {
@@ -197,12 +199,22 @@ interface PoolEntry {
   lastUsed: number;
 }
 
+/**
+ * Whether a pooled server's process still runs. A detached server that died is reaped by whoever adopted it, and where
+ * that is a container's init that reaps nothing it stays a zombie, which signal 0 still finds: its state in
+ * /proc says so, and the pool must not hand it out (the next file would meet "connection refused").
+ */
 function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch {
     return false;
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
+  } catch {
+    return true; // no /proc (not Linux): signal 0 is all there is
   }
 }
 
