@@ -282,7 +282,9 @@ export async function sharedServer(settings: Record<string, string> = {}, timeou
     entries.sort((a, b) => a.lastUsed - b.lastUsed);
     while (entries.length >= POOL_MAX) await stopPid(entries.shift()!.pid);
     const logFile = join(dir, `${key}.log`);
-    const fd = openSync(logFile, "a");
+    // "w": a server of these settings that was stopped to make room earlier in the run left its log here, and its
+    // "listening" line (an old, dead port) would be read as this server's.
+    const fd = openSync(logFile, "w");
     const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {cwd: ROOT, env: serverEnv(env), stdio: ["ignore", fd, fd], detached: true});
     closeSync(fd);
     child.unref();
