@@ -87,9 +87,10 @@ function gaussian(seed: number): () => number {
 
 /**
  * A [inputs, outputs] matrix (ggml order: a row per output) of N(0, scale^2) weights that neither reads nor writes
- * the bias dimension where that dimension is on its side (`readsBias`/`writesBias` false).
+ * the bias dimension on a side that is the residual stream (`sides`).
  */
-function matrix(next: () => number, inputs: number, outputs: number, scale: number, sides: {inputIsResidual: boolean; outputIsResidual: boolean}): Float32Array {
+function matrix(next: () => number, inputs: number, outputs: number, scale: number,
+  sides: {inputIsResidual: boolean; outputIsResidual: boolean}): Float32Array {
   const m = new Float32Array(inputs * outputs);
   for (let r = 0; r < outputs; r++) {
     for (let c = 0; c < inputs; c++) {

@@ -187,7 +187,9 @@ export async function writeGguf(path: string, metadata: GgufMetadata, tensors: G
     const n = t.dims.reduce((a, b) => a * b, 1);
     if (t.data.length !== n) throw new Error(`GGUF: tensor ${t.name} has ${t.data.length} values for dims ${t.dims.join("x")}`);
     const type = t.type ?? GGML_TYPE.F32;
-    if (type !== GGML_TYPE.F32 && t.dims[0]! % 32 !== 0) throw new Error(`GGUF: tensor ${t.name} has rows of ${t.dims[0]} values; type ${type} needs a multiple of 32`);
+    if (type !== GGML_TYPE.F32 && t.dims[0]! % 32 !== 0) {
+      throw new Error(`GGUF: tensor ${t.name} has rows of ${t.dims[0]} values; type ${type} needs a multiple of 32`);
+    }
     const bytes = quantize(type, t.data);
     stored.push(bytes);
     w.str(t.name);
