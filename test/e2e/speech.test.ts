@@ -146,6 +146,8 @@ describe("refusals: 400 naming the field and the rule; the next request is serve
     const early = await pending;
     assert.ok(early === null || early.status !== 400, `exactly 20 min was refused: ${early?.text}`);
     assert.ok(started, "the 20-minute recording reached the engine");
+    // The hang-up stops the window in progress instead of leaving the engine busy with it (the next test is served).
+    await speech.server.waitForLog(/speech engine stopped mid-window: its client hung up/, 5_000);
   });
   test("over 25 MiB is refused naming both limits", async () => {
     const big = silentWav(0, 8000);

@@ -80,7 +80,7 @@ export class SpeechRunner implements SideRunner {
       const r: WindowResult = await this.ctx.executor.run(() => this.engine.transcribe({
         samples: samples.subarray(w.start, w.end), language: language ?? "auto", prompt,
         threads: this.ctx.executor.mainIsBusy() ? 1 : this.ctx.threads,
-      }), opts.signal, {unbounded: i > 0});
+      }, opts.signal), opts.signal, {unbounded: i > 0});
       // The first window decides the language for the rest, so a recording does not switch mid-way.
       language ??= r.language;
       const offset = w.start / TARGET_RATE;

@@ -1,6 +1,9 @@
 // The server's side of the speech engine process (whisper-child.ts): starts it, sends it one window at a
 // time, and turns its death into an error that says what happened. A dead engine is restarted for the
-// next request, so one bad window does not take speech down for good.
+// next request, so one bad window does not take speech down for good. A window whose client hung up is
+// stopped by stopping the process: whisper.cpp cannot be interrupted mid-window, and finishing it held every
+// side request behind it for seconds (a window of silence took 8-14 s on 2 cores), where a restart costs
+// the model load.
 
 import {fork, type ChildProcess} from "node:child_process";
 import {fileURLToPath} from "node:url";
@@ -34,6 +37,8 @@ export class WhisperEngine {
   private nextId = 1;
   private stderrTail: string[] = [];
   private closing = false;
+  /** The engine was stopped on purpose, for a hang-up: its exit is not a failure to warn about. */
+  private hungUp = false;
 
   constructor(private readonly modelPath: string, private readonly logger: Logger) {}
 
@@ -72,21 +77,37 @@ export class WhisperEngine {
         reject(new SpeechEngineError(`the speech engine could not load ${this.modelPath}: ${why}`));
         for (const p of this.pending.values()) p.reject(new SpeechEngineError(`the speech engine stopped while transcribing: ${why}`));
         this.pending.clear();
-        if (!this.closing) this.logger.warn("speech engine stopped; it restarts with the next request", {reason: why});
+        if (this.hungUp) this.logger.info("speech engine stopped mid-window: its client hung up; it restarts with the next request");
+        else if (!this.closing) this.logger.warn("speech engine stopped; it restarts with the next request", {reason: why});
+        this.hungUp = false;
       });
     });
     return this.ready;
   }
 
-  async transcribe(job: Omit<TranscribeJob, "type" | "id">): Promise<WindowResult> {
+  /** One window; `signal` (the client's hang-up) stops the engine mid-window, and the promise rejects with its reason. */
+  async transcribe(job: Omit<TranscribeJob, "type" | "id">, signal?: AbortSignal): Promise<WindowResult> {
     await this.start();
     const child = this.child;
     if (!child) throw new SpeechEngineError("the speech engine is not running");
+    signal?.throwIfAborted();
     const id = this.nextId++;
-    return new Promise<WindowResult>((resolve, reject) => {
-      this.pending.set(id, {resolve, reject});
-      child.send({type: "transcribe", id, ...job} satisfies TranscribeJob);
-    });
+    const onAbort = () => {
+      if (!this.pending.has(id)) return;
+      this.hungUp = true;
+      child.kill("SIGKILL");
+    };
+    signal?.addEventListener("abort", onAbort, {once: true});
+    try {
+      return await new Promise<WindowResult>((resolve, reject) => {
+        this.pending.set(id, {resolve, reject});
+        child.send({type: "transcribe", id, ...job} satisfies TranscribeJob);
+      });
+    } catch (err) {
+      throw signal?.aborted ? signal.reason ?? err : err;
+    } finally {
+      signal?.removeEventListener("abort", onAbort);
+    }
   }
 
   async close(): Promise<void> {
