@@ -3,11 +3,12 @@
 // with every server on two llama-server replicas (TEST_REPLICAS=2, SVC_ENGINE): the remote engine must pass what
 // the in-process one does.
 //
-// One node:test invocation per tier: the in-process tiers (unit, integration) two files at a time, the tiers
-// that talk to real servers (e2e, slow) one file at a time, since each server wants both cores. Servers that
-// e2e and slow files start with sharedServer() are shared by settings across files and tiers (TEST_SERVER_POOL)
-// and stopped at the end. Then a line per tier (count and wall time), and last the sum,
-// "N passed, N failed, N skipped".
+// The in-process tiers (unit, integration) run two files at a time; e2e two at a time on one core each, and its
+// WHOLE_MACHINE files alone after; remote two at a time (its replicas have one thread each); slow one file at a
+// time, each server on both cores. Servers that
+// e2e and slow files start with sharedServer() are shared by settings across files and tiers (TEST_SERVER_POOL,
+// support/server-pool.ts) and stopped at the end. After each tier: its count, wall time, servers started and
+// slowest files; last the sum, "N passed, N failed, N skipped".
 import {spawn} from "node:child_process";
 import {existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync} from "node:fs";
 import {tmpdir} from "node:os";
@@ -16,9 +17,20 @@ import {join, relative} from "node:path";
 const TIERS = ["unit", "integration", "e2e", "remote", "slow"];
 const DEFAULT = ["unit", "integration", "e2e", "remote"];
 const IN_PROCESS = new Set(["unit", "integration"]);
-/** The dialect suites the remote tier runs on replicas. */
-const REMOTE_FILES = ["chat", "completions-and-ops", "responses", "messages", "structured-output", "tools", "sessions", "coding-agent"]
+/** The dialect suites the remote tier runs on replicas, two at a time (each replica has one thread), longest first. */
+const REMOTE_FILES = ["sessions", "structured-output", "chat", "completions-and-ops", "responses", "messages", "tools", "coding-agent"]
   .map((name) => join("test", "e2e", `${name}.test.ts`));
+/**
+ * The e2e files that run alone, with every core: the determinism suite checks the rule that a lone decode step past
+ * 256 positions runs on one thread of two (kv/decode-threads.ts), which a one-thread server cannot break.
+ */
+const WHOLE_MACHINE = [join("test", "e2e", "determinism.test.ts")];
+/**
+ * The e2e files that take longest two at a time (speech runs Whisper on one thread), started first so that the two
+ * lanes end together rather than one of them running the longest file alone at the end.
+ */
+const LONGEST_FIRST = ["speech", "classify", "classifier", "families", "remote-engine", "sessions"].map((name) => join("test", "e2e", `${name}.test.ts`));
+const longestFirst = (files) => [...LONGEST_FIRST.filter((f) => files.includes(f)), ...files.filter((f) => !LONGEST_FIRST.includes(f))];
 
 
 function testFiles(dir) {
@@ -43,6 +55,32 @@ const pool = join(work, "pool");
 mkdirSync(pool);
 /** One count file per invocation (a reporter destination is written anew by each run). */
 const countFile = (i) => join(work, `counts-${i}.json`);
+/** One start record per invocation: a line per server its files started (support/server.ts writes it). */
+const startFile = (i) => join(work, `starts-${i}.jsonl`);
+
+function readStarts(files) {
+  return files.filter((f) => existsSync(f)).flatMap((f) => readFileSync(f, "utf8").trim().split("\n").filter(Boolean).map((l) => JSON.parse(l)));
+}
+
+/** Per test file: "N servers started, S s". */
+function startsByFile(files) {
+  const by = new Map();
+  for (const s of readStarts(files)) {
+    const f = relative(process.cwd(), s.file);
+    const e = by.get(f) ?? {n: 0, ms: 0};
+    by.set(f, {n: e.n + 1, ms: e.ms + s.ms});
+  }
+  return new Map([...by].map(([f, e]) => [f, `${e.n} server${e.n === 1 ? "" : "s"} started, ${(e.ms / 1000).toFixed(1)} s`]));
+}
+
+/** "N servers started (own/shared), S s until they listened": how much of a tier's wall time is start-up. */
+function startSummary(files) {
+  const starts = readStarts(files);
+  if (starts.length === 0) return "";
+  const own = starts.filter((s) => s.kind === "own").length;
+  const seconds = starts.reduce((sum, s) => sum + s.ms, 0) / 1000;
+  return `; ${starts.length} servers started (${own} own, ${starts.length - own} shared), ${seconds.toFixed(1)} s until they listened`;
+}
 
 function alive(pid) {
   try {
@@ -65,35 +103,53 @@ async function stopServers() {
 let current = null;
 for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => current?.kill(signal));
 
-function run(files, concurrency, counts, env) {
+function run(files, concurrency, counts, starts, env) {
   return new Promise((resolve) => {
     current = spawn(process.execPath, ["--import", "tsx", "--test", `--test-concurrency=${concurrency}`,
       "--test-reporter=spec", "--test-reporter-destination=stdout",
       "--test-reporter=./scripts/count-reporter.mjs", `--test-reporter-destination=${counts}`, ...files],
-    {stdio: "inherit", env: {...process.env, TEST_SERVER_POOL: pool, ...env}});
+    {stdio: "inherit", env: {...process.env, TEST_SERVER_POOL: pool, TEST_START_RECORD: starts, ...env}});
     current.on("exit", (code, signal) => resolve(code ?? (signal ? 1 : 0)));
   });
 }
 
-// One invocation per tier, so each tier's count and wall time is printed.
-const groups = tiers.map((t) => t === "remote"
-  ? {tier: t, files: REMOTE_FILES, concurrency: 1, env: {TEST_REPLICAS: "2"}}
-  : {tier: t, files: testFiles(join("test", t)), concurrency: IN_PROCESS.has(t) ? 2 : 1, env: {}}).filter((g) => g.files.length > 0);
+// A tier is one or two node:test invocations (each tier's count and wall time is printed). The e2e tier runs its files
+// two at a time, each server on one core (TEST_SHARED_CORES): most of their time is a server starting or answering
+// on one thread. The files in WHOLE_MACHINE run after, one at a time, with the engine's threads as a user gets them.
+const tierRuns = (t) => {
+  if (t === "remote") return [{files: REMOTE_FILES, concurrency: 2, env: {TEST_REPLICAS: "2", TEST_SHARED_CORES: "1"}}];
+  const files = testFiles(join("test", t));
+  if (IN_PROCESS.has(t)) return [{files, concurrency: 2, env: {}}];
+  if (t !== "e2e") return [{files, concurrency: 1, env: {}}];
+  return [{files: longestFirst(files.filter((f) => !WHOLE_MACHINE.includes(f))), concurrency: 2, env: {TEST_SHARED_CORES: "1"}},
+    {files: files.filter((f) => WHOLE_MACHINE.includes(f)), concurrency: 1, env: {}}];
+};
+const groups = tiers.map((t) => ({tier: t, runs: tierRuns(t).filter((r) => r.files.length > 0)})).filter((g) => g.runs.length > 0);
 
 let status = 0;
 const lines = [];
 const sum = {passed: 0, failed: 0, skipped: 0};
 for (const [i, g] of groups.entries()) {
   const t0 = performance.now();
-  const code = await run(g.files, g.concurrency, countFile(i), g.env);
-  if (code !== 0) status = code;
-  const c = existsSync(countFile(i)) ? JSON.parse(readFileSync(countFile(i), "utf8").trim().split("\n").pop()) : {passed: 0, failed: 0, skipped: 0};
+  const c = {passed: 0, failed: 0, skipped: 0, files: {}};
+  const starts = [];
+  for (const [j, r] of g.runs.entries()) {
+    const counts = countFile(`${i}-${j}`);
+    starts.push(startFile(`${i}-${j}`));
+    const code = await run(r.files, r.concurrency, counts, starts.at(-1), r.env);
+    if (code !== 0) status = code;
+    const rc = existsSync(counts) ? JSON.parse(readFileSync(counts, "utf8").trim().split("\n").pop()) : {passed: 0, failed: 0, skipped: 0};
+    for (const k of Object.keys(sum)) c[k] += rc[k];
+    Object.assign(c.files, rc.files ?? {});
+  }
   for (const k of Object.keys(sum)) sum[k] += c[k];
-  const line = `${g.tier}: ${c.passed} passed, ${c.failed} failed, ${c.skipped} skipped in ${((performance.now() - t0) / 1000).toFixed(1)} s`;
+  const line = `${g.tier}: ${c.passed} passed, ${c.failed} failed, ${c.skipped} skipped in ${((performance.now() - t0) / 1000).toFixed(1)} s${startSummary(starts)}`;
   lines.push(line);
   // After each tier: its count and wall time, and its ten slowest files (where a tier's minutes go).
-  const slowest = Object.entries(c.files ?? {}).sort((a, b) => b[1] - a[1]).slice(0, 10);
-  process.stdout.write(`\n${line}; slowest files:\n${slowest.map(([f, ms]) => `  ${(ms / 1000).toFixed(1).padStart(7)} s  ${relative(process.cwd(), f)}`).join("\n")}\n`);
+  const slowest = Object.entries(c.files).sort((a, b) => b[1] - a[1]).slice(0, 10);
+  const startsOf = startsByFile(starts);
+  process.stdout.write(`\n${line}; slowest files:\n${slowest.map(([f, ms]) => `  ${(ms / 1000).toFixed(1).padStart(7)} s  ${relative(process.cwd(), f)}` +
+    `${startsOf.has(relative(process.cwd(), f)) ? `  (${startsOf.get(relative(process.cwd(), f))})` : ""}`).join("\n")}\n`);
 }
 await stopServers();
 rmSync(work, {recursive: true, force: true});

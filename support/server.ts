@@ -4,8 +4,7 @@
 // assertion needs a trained model's judgement asks for one with `trainedModel()` and says why in a line.
 
 import {spawn, type ChildProcess} from "node:child_process";
-import {createHash} from "node:crypto";
-import {closeSync, existsSync, openSync, readFileSync, statSync, writeFileSync} from "node:fs";
+import {appendFileSync} from "node:fs";
 import {request} from "node:http";
 import {join} from "node:path";
 import {fileURLToPath} from "node:url";
@@ -14,7 +13,7 @@ import {DEFAULT_MAIN_MODEL_SPEC} from "../src/models/known-files.ts";
 import {REPLICA_SLOTS, startReplicas} from "./llama-replicas.ts";
 import {testModelPath} from "./test-model.ts";
 
-const ROOT = fileURLToPath(new URL("..", import.meta.url));
+export const ROOT = fileURLToPath(new URL("..", import.meta.url));
 
 export interface RunningServer {
   url: string;
@@ -27,14 +26,26 @@ export interface RunningServer {
   waitForLog(re: RegExp, timeoutMs?: number): Promise<string>;
 }
 
-function serverEnv(env: Record<string, string>): NodeJS.ProcessEnv {
+export function serverEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   const base: NodeJS.ProcessEnv = {...process.env};
   delete base.TEST_SERVER_POOL;
   // UV_THREADPOOL_SIZE as `npm start` sets it (see README, "Performance").
-  return {...base, UV_THREADPOOL_SIZE: "1", SVC_PORT: "0", SVC_CTX_SIZE: "2048", SVC_LOG_LEVEL: "info", SVC_PROGRESS: "lines", ...env};
+  // Test files that run two at a time (TEST_SHARED_CORES, set by scripts/test.mjs) each get one core: two servers of
+  // two engine threads each on two cores make llama.cpp's threads wait on each other, many times slower.
+  const cores = process.env.TEST_SHARED_CORES ? {SVC_THREADS: "1"} : {};
+  return {...base, UV_THREADPOOL_SIZE: "1", SVC_PORT: "0", SVC_CTX_SIZE: "2048", SVC_LOG_LEVEL: "info", SVC_PROGRESS: "lines", ...cores, ...env};
 }
 
-const LISTENING = /listening on http:\/\/[^:]+:(\d+)/;
+export const LISTENING = /listening on http:\/\/[^:]+:(\d+)/;
+
+/**
+ * Notes a server start in the run's start record (TEST_START_RECORD, set by scripts/test.mjs), which prints after
+ * each tier how many servers its files started and how long they took to listen: where a tier's minutes go.
+ */
+export function recordStart(kind: "own" | "shared", startedAt: number): void {
+  const record = process.env.TEST_START_RECORD;
+  if (record) appendFileSync(record, `${JSON.stringify({kind, ms: Math.round(performance.now() - startedAt), file: process.argv[1] ?? ""})}\n`);
+}
 
 /** TEST_REPLICAS: how many llama-server replicas every server runs on (0: the in-process engine). */
 export const TEST_REPLICAS = Number(process.env.TEST_REPLICAS ?? 0);
@@ -79,12 +90,13 @@ export function trainedModel(env: Record<string, string> = {}): Record<string, s
 }
 
 /** The settings with SVC_MODEL set: the test model unless they name one. */
-async function withModel(env: Record<string, string>): Promise<Record<string, string>> {
+export async function withModel(env: Record<string, string>): Promise<Record<string, string>> {
   return env.SVC_MODEL ? env : {SVC_MODEL: await testModelPath(), ...env};
 }
 
 /** A server of this file's own, stopped by `stop()`; for tests that need a fresh server's state or settings of their own. */
 export async function startServer(settings: Record<string, string> = {}, timeoutMs = 180_000): Promise<RunningServer> {
+  const startedAt = performance.now();
   const env = await withModel(settings);
   const remote = await remoteEnv(env.SVC_MODEL);
   const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
@@ -156,6 +168,7 @@ export async function startServer(settings: Record<string, string> = {}, timeout
       reject(new Error(`server exited with code ${code} before listening:\n${logs.join("\n")}`));
     });
   });
+  recordStart("own", startedAt);
   const port = Number(LISTENING.exec(line)![1]);
   const url = `http://127.0.0.1:${port}`;
   return {
@@ -174,133 +187,8 @@ export async function startServer(settings: Record<string, string> = {}, timeout
   };
 }
 
-function clientFor(url: string, env: Record<string, string>): OpenAI {
+export function clientFor(url: string, env: Record<string, string>): OpenAI {
   return new OpenAI({baseURL: `${url}/v1`, apiKey: env.SVC_API_KEY ?? "unused", maxRetries: 0, timeout: 120_000});
-}
-
-// --- Shared servers ---------------------------------------------------------------------------------------
-// `npm test` (scripts/test.mjs) runs every test file in a process of its own and sets TEST_SERVER_POOL to a
-// directory where servers started by sharedServer() are recorded by their settings: the next file that asks
-// for the same settings gets the same server instead of paying for a start (tsx, the native library, the model
-// load, the vocabulary scan). The runner stops them all when the run ends. A file run alone (no pool) owns
-// its server, and its stop() stops it. Only files whose assertions hold on a server that served others before
-// may share one; a file that checks a fresh server's counters starts its own with startServer().
-
-/** Servers kept alive at once; the least recently used one is stopped to make room. */
-const POOL_MAX = 4;
-
-/** One line of the pool index (pool.json); scripts/test.mjs reads the pids from it to stop the servers at the end. */
-interface PoolEntry {
-  key: string;
-  pid: number;
-  port: number;
-  logFile: string;
-  env: Record<string, string>;
-  lastUsed: number;
-}
-
-/**
- * Whether a pooled server's process still runs. A detached server that died is reaped by whoever adopted it, and where
- * that is a container's init that reaps nothing it stays a zombie, which signal 0 still finds: its state in
- * /proc says so, and the pool must not hand it out (the next file would meet "connection refused").
- */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
-  } catch {
-    return true; // no /proc (not Linux): signal 0 is all there is
-  }
-}
-
-function poolEntries(dir: string): PoolEntry[] {
-  const index = join(dir, "pool.json");
-  return existsSync(index) ? (JSON.parse(readFileSync(index, "utf8")) as PoolEntry[]).filter((e) => alive(e.pid)) : [];
-}
-
-function savePool(dir: string, entries: PoolEntry[]): void {
-  writeFileSync(join(dir, "pool.json"), JSON.stringify(entries, null, 1));
-}
-
-async function stopPid(pid: number): Promise<void> {
-  if (!alive(pid)) return;
-  process.kill(pid, "SIGTERM");
-  for (let waited = 0; waited < 10_000 && alive(pid); waited += 50) await new Promise((r) => setTimeout(r, 50));
-  if (alive(pid)) process.kill(pid, "SIGKILL");
-}
-
-function readLines(file: string, fromByte: number): string[] {
-  const text = readFileSync(file).subarray(fromByte).toString("utf8");
-  const lines = text.split("\n");
-  lines.pop();
-  return lines;
-}
-
-/** A view of a pooled server: its log from `fromByte` on; stop() leaves it running for the next file. */
-function pooledView(entry: PoolEntry, fromByte: number): RunningServer {
-  const url = `http://127.0.0.1:${entry.port}`;
-  const view: RunningServer = {
-    url,
-    port: entry.port,
-    get logs() {
-      return readLines(entry.logFile, fromByte);
-    },
-    client: clientFor(url, entry.env),
-    waitForLog: async (re, ms = 30_000) => {
-      const deadline = performance.now() + ms;
-      for (;;) {
-        const hit = view.logs.find((l) => re.test(l));
-        if (hit) return hit;
-        if (!alive(entry.pid)) throw new Error(`the shared server exited; last lines:\n${view.logs.slice(-10).join("\n")}`);
-        if (performance.now() > deadline) throw new Error(`no log line matching ${re} within ${ms} ms; last lines:\n${view.logs.slice(-10).join("\n")}`);
-        await new Promise((r) => setTimeout(r, 25));
-      }
-    },
-    stop: async () => {},
-  };
-  return view;
-}
-
-/**
- * A server with these settings, shared with the other test files of the run that ask for the same settings
- * (see above). Use it only where the file's assertions do not depend on what the server served before.
- */
-export async function sharedServer(settings: Record<string, string> = {}, timeoutMs = 180_000): Promise<RunningServer> {
-  const env = await withModel(settings);
-  const dir = process.env.TEST_SERVER_POOL;
-  if (!dir || process.env.TEST_REPLICAS) return startServer(env, timeoutMs);
-  const key = createHash("sha256").update(JSON.stringify(Object.entries(env).sort(([a], [b]) => a.localeCompare(b)))).digest("hex").slice(0, 16);
-  let entries = poolEntries(dir);
-  let entry = entries.find((e) => e.key === key);
-  const fresh = !entry;
-  if (!entry) {
-    entries.sort((a, b) => a.lastUsed - b.lastUsed);
-    while (entries.length >= POOL_MAX) await stopPid(entries.shift()!.pid);
-    const logFile = join(dir, `${key}.log`);
-    // "w": a server of these settings that was stopped to make room earlier in the run left its log here, and its
-    // "listening" line (an old, dead port) would be read as this server's.
-    const fd = openSync(logFile, "w");
-    const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {cwd: ROOT, env: serverEnv(env), stdio: ["ignore", fd, fd], detached: true});
-    closeSync(fd);
-    child.unref();
-    entry = {key, pid: child.pid!, port: 0, logFile, env, lastUsed: Date.now()};
-    const starting = pooledView(entry, 0);
-    const line = await starting.waitForLog(LISTENING, timeoutMs).catch(async (err: Error) => {
-      await stopPid(entry!.pid);
-      throw new Error(`shared server did not start: ${err.message}`);
-    });
-    entry.port = Number(LISTENING.exec(line)![1]);
-    entries.push(entry);
-  }
-  entry.lastUsed = Date.now();
-  savePool(dir, entries);
-  // A server this file started shows its whole log (start-up lines included); a reused one, what follows.
-  return pooledView(entry, fresh ? 0 : statSync(entry.logFile).size);
 }
 
 /** Raw POST with a JSON (or raw string/buffer) body; returns status, headers and parsed body (or text). */

@@ -7,7 +7,8 @@
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
 import OpenAI from "openai";
-import {post, sharedServer, startServer, trainedModel, type RunningServer} from "../../support/server.ts";
+import {post, startServer, trainedModel, type RunningServer} from "../../support/server.ts";
+import {sharedServer} from "../../support/server-pool.ts";
 
 /** The trained model's server (the 20 items and their cold repeats); the test model's for the rest. */
 let trained: RunningServer;

@@ -5,7 +5,8 @@
 
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
-import {expectedRegions, get, post, TEST_REPLICAS, TIMING_FIELDS, trainedModel, type RunningServer, sharedServer} from "../../support/server.ts";
+import {expectedRegions, get, post, TEST_REPLICAS, TIMING_FIELDS, trainedModel, type RunningServer} from "../../support/server.ts";
+import {sharedServer} from "../../support/server-pool.ts";
 
 let server: RunningServer;
 

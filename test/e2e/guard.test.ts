@@ -8,7 +8,8 @@
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
 import type OpenAI from "openai";
-import {post, readSse, startServer, type RunningServer, sharedServer} from "../../support/server.ts";
+import {post, readSse, startServer, type RunningServer} from "../../support/server.ts";
+import {sharedServer} from "../../support/server-pool.ts";
 import {testModelPath} from "../../support/test-model.ts";
 
 const GUARD = "nx3guard-stream-0.6b";
@@ -176,13 +177,15 @@ describe("guard refusals (400 before the reply starts)", () => {
 
 describe("concurrency", () => {
   test("past SVC_GUARD_STREAMS (1 here) a reply is served unwatched and its stream says so", async () => {
-    // 96 tokens: the test model is fast, and the first reply must still be watched when the second one arrives.
-    const body = JSON.stringify({model: "m", messages: ask("Count to five."), max_tokens: 96, temperature: 0, stream: true, guard: true});
-    const first = await fetch(chatUrl, {method: "POST", headers: {"content-type": "application/json"}, body});
+    // The first reply must still be watched when the second one arrives: the test model decodes 96 tokens in a
+    // fraction of a second, which a busy machine (test files run two at a time) can take to send the second request,
+    // and then the second was watched. 400 tokens keep the first in flight for over a second.
+    const request = (maxTokens: number) => JSON.stringify({model: "m", messages: ask("Count to five."), max_tokens: maxTokens, temperature: 0, stream: true, guard: true});
+    const first = await fetch(chatUrl, {method: "POST", headers: {"content-type": "application/json"}, body: request(400)});
     const reader = first.body!.getReader();
     const head = await reader.read(); // the first frame: the first reply is in flight and watched
     assert.ok(head.value && head.value.length > 0);
-    const second = await readSse(await fetch(chatUrl, {method: "POST", headers: {"content-type": "application/json"}, body}));
+    const second = await readSse(await fetch(chatUrl, {method: "POST", headers: {"content-type": "application/json"}, body: request(96)}));
     let rest = Buffer.from(head.value!).toString("utf8");
     for (let r = await reader.read(); !r.done; r = await reader.read()) rest += Buffer.from(r.value).toString("utf8");
     const firstEvents = rest.split("\n\n").filter((b) => b.startsWith("data: {")).map((b) => JSON.parse(b.slice(6))).filter((c) => c.svc_guard).map((c) => c.svc_guard);

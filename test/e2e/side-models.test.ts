@@ -6,7 +6,8 @@
 
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
-import {get, post, startServer, type RunningServer, sharedServer} from "../../support/server.ts";
+import {get, post, startServer, type RunningServer} from "../../support/server.ts";
+import {sharedServer} from "../../support/server-pool.ts";
 import {testModelPath} from "../../support/test-model.ts";
 
 const SIDE = "nx3.5-2b";

@@ -8,7 +8,8 @@ import {after, before, describe, test} from "node:test";
 import type OpenAI from "openai";
 import {CORPUS} from "../fixtures/schemas/corpus.ts";
 import {ask, checkReply, inFlight} from "./structured-output-check.ts";
-import {get, post, sharedServer, trainedModel, type RunningServer} from "../../support/server.ts";
+import {get, post, trainedModel, type RunningServer} from "../../support/server.ts";
+import {sharedServer} from "../../support/server-pool.ts";
 
 let server: RunningServer;
 let trained: RunningServer;

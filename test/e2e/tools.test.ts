@@ -8,7 +8,8 @@ import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
 import ajvModule from "ajv/dist/2020.js";
 import type OpenAI from "openai";
-import {get, type RunningServer, sharedServer, trainedModel} from "../../support/server.ts";
+import {get, type RunningServer, trainedModel} from "../../support/server.ts";
+import {sharedServer} from "../../support/server-pool.ts";
 
 let server: RunningServer;
 const ajv = new ajvModule.default({strict: false, allErrors: true});

@@ -4,7 +4,8 @@
 
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
-import {readSse, sharedServer, type RunningServer} from "../../support/server.ts";
+import {readSse, type RunningServer} from "../../support/server.ts";
+import {sharedServer} from "../../support/server-pool.ts";
 import {testModelPath} from "../../support/test-model.ts";
 
 const GUARD = "nx3guard-stream-0.6b";

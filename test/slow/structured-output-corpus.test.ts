@@ -5,7 +5,8 @@
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
 import {CORPUS} from "../fixtures/schemas/corpus.ts";
-import {sharedServer, type RunningServer} from "../../support/server.ts";
+import {type RunningServer} from "../../support/server.ts";
+import {sharedServer} from "../../support/server-pool.ts";
 import {ask, checkReply, inFlight} from "../e2e/structured-output-check.ts";
 
 let server: RunningServer;
