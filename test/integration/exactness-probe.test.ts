@@ -13,7 +13,7 @@ import {join} from "node:path";
 import {after, before, describe, test} from "node:test";
 import {getLlama, type Llama, type LlamaModel} from "node-llama-cpp";
 import {probeExactness, PROBE_TOKENS} from "../../src/engine/llama/exactness-probe.ts";
-import {TILED_ROWS} from "../../src/engine/kv/row-classes.ts";
+import {MERGED_TILED_ROWS} from "../../src/engine/kv/row-classes.ts";
 import {DEFAULT_MAIN_MODEL_SPEC} from "../../src/models/known-files.ts";
 import {resolveModel} from "../../src/models/resolve.ts";
 import {createMemoryLogger} from "../../src/observability/log.ts";
@@ -31,7 +31,7 @@ after(async () => {
 });
 
 async function probe(model: LlamaModel, flashAttention: boolean) {
-  const ctx = await model.createContext({contextSize: 512, batchSize: 2 * TILED_ROWS, flashAttention, threads: {ideal: Math.min(2, availableParallelism()), min: 1}});
+  const ctx = await model.createContext({contextSize: 512, batchSize: MERGED_TILED_ROWS, flashAttention, threads: {ideal: Math.min(2, availableParallelism()), min: 1}});
   try {
     const text = model.tokenize("The quick brown fox jumps over the lazy dog while the river keeps running to the sea.");
     const tokens = Array.from({length: PROBE_TOKENS}, (_, i) => text[i % text.length]!);
@@ -64,9 +64,9 @@ describe("exactness probe", () => {
   });
 
   test("too few tokens is refused, not probed on a shorter layout", async () => {
-    const ctx = await testModel.createContext({contextSize: 512, batchSize: 2 * TILED_ROWS});
+    const ctx = await testModel.createContext({contextSize: 512, batchSize: MERGED_TILED_ROWS});
     try {
-      await assert.rejects(probeExactness(ctx.getSequence(), [1, 2, 3]), /needs 194 tokens/);
+      await assert.rejects(probeExactness(ctx.getSequence(), [1, 2, 3]), new RegExp(`needs ${PROBE_TOKENS} tokens`));
     } finally {
       await ctx.dispose();
     }

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
 import {exactLength, reusable} from "../../src/engine/kv/region-memory.ts";
-import {planByRows, resumeAt, reusableByRows, TILED_ROWS} from "../../src/engine/kv/row-classes.ts";
+import {MERGED_TILED_ROWS, mergeTiled, planByRows, resumeAt, reusableByRows, TILED_ROWS} from "../../src/engine/kv/row-classes.ts";
 
 const seq = (n: number, from = 0) => Array.from({length: n}, (_, i) => from + i);
 /** No message boundaries, only reply spans. */
@@ -136,5 +136,34 @@ describe("resumeAt", () => {
     assert.deepEqual(resumeAt([64, 200], 150), [64, 150], "[64, 150) is 86 rows: still tiled");
     assert.deepEqual(resumeAt([64, 128], 128), [64, 128]);
     assert.deepEqual(resumeAt([64, 128], 0), []);
+  });
+});
+
+describe("mergeTiled", () => {
+  const spans = (cuts: number[], from = 0) => cuts.map((c, i) => [i > 0 ? cuts[i - 1]! : from, c] as [number, number]);
+  test("consecutive tiled pieces go together up to the row limit; every merged piece is still tiled", () => {
+    const plan = planByRows(700, rs([]), 64);
+    assert.equal(mergeTiled(spans(plan), MERGED_TILED_ROWS), 4, "4 x 64 = 256 rows");
+    assert.equal(mergeTiled(spans(plan), 200), 3);
+    assert.equal(mergeTiled(spans(plan), 64), 1, "a limit of one piece merges nothing");
+    assert.equal(mergeTiled(spans(plan), 10), 1, "the first piece always goes, whatever the limit");
+    assert.equal(mergeTiled(spans([64, 128, 192, 319]), MERGED_TILED_ROWS), 3, "a 127-row piece would pass 256 rows: left for the next evaluation");
+  });
+  test("row pieces are never merged, and a tiled run stops at the first row piece", () => {
+    assert.equal(mergeTiled(spans([40, 80, 120]), MERGED_TILED_ROWS), 1, "40 + 40 rows would be tiled together");
+    assert.equal(mergeTiled(spans([64, 128, 150, 214]), MERGED_TILED_ROWS), 2, "stops before the 22-row piece");
+    assert.equal(mergeTiled([], MERGED_TILED_ROWS), 0);
+  });
+  test("a merged evaluation leaves the same row classes as the plan", () => {
+    const plan = planByRows(1000, {boundaries: [300, 310, 700], replySpans: []}, 64);
+    const pieces = spans(plan);
+    const merged: number[] = [];
+    for (let i = 0; i < pieces.length;) {
+      const take = mergeTiled(pieces.slice(i), MERGED_TILED_ROWS);
+      merged.push(pieces[i + take - 1]![1]);
+      i += take;
+    }
+    assert.ok(merged.length < plan.length, "something was merged");
+    assert.deepEqual(classes(merged, 1000), classes(plan, 1000));
   });
 });

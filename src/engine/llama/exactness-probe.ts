@@ -4,16 +4,16 @@
 // may not share. Repacked Q4_0 weights, for instance, multiply rows in groups of four, so there a row's
 // numbers depend on its neighbours and only matching piece cuts is exact.
 //
-// The probe evaluates the same tokens twice in one sequence, in two layouts that the rule says are
-// equivalent and a piece-cut rule says are not (tiled pieces composed differently; one-token steps against a
-// short piece), and compares the sequence's saved KV state byte for byte.
+// The probe evaluates the same tokens in one sequence in pairs of layouts that the rule says are equivalent
+// and a piece-cut rule says are not (tiled pieces composed differently, also as large as the engine merges them;
+// one-token steps against a short piece), and compares the sequence's saved KV state byte for byte.
 
 import {createHash} from "node:crypto";
 import {mkdir, mkdtemp, readFile, rename, rm, writeFile} from "node:fs/promises";
 import {tmpdir} from "node:os";
 import {join} from "node:path";
 import type {LlamaContextSequence, Token} from "node-llama-cpp";
-import {TILED_ROWS} from "../kv/row-classes.ts";
+import {MERGED_TILED_ROWS, TILED_ROWS} from "../kv/row-classes.ts";
 
 export interface ExactnessProbe {
   /** "rows" when the two layouts gave the same state bytes. */
@@ -24,49 +24,55 @@ export interface ExactnessProbe {
 }
 
 /**
- * Each layout: piece sizes in order. A tiled run of two pieces against one; then a run as one-token steps and
- * small pieces against the same rows in one piece of TILED_ROWS - 1 (so a tiling threshold other than
- * TILED_ROWS, either way, shows as a difference too).
+ * Pairs of layouts the rule says are equivalent (piece sizes in order, each pair over the same tokens from position
+ * 0). First, a tiled run of two pieces against one, then a run as one-token steps and small pieces against the same
+ * rows in one piece of TILED_ROWS - 1 (so a tiling threshold other than TILED_ROWS, either way, shows as a
+ * difference too). Second, TILED_ROWS pieces against one piece as large as the engine merges them
+ * (MERGED_TILED_ROWS, region-decode.ts): a pair of its own, so that it fits the smallest region (256 positions), and
+ * so that no one-token step lies past 256 positions, where a lone row on two threads takes flash attention's split
+ * path (the engine runs those on one thread: decode-threads.ts).
  */
-const LAYOUTS: readonly (readonly number[])[] = [
-  [TILED_ROWS, TILED_ROWS, 1, 1, 1, 1, 3, TILED_ROWS - 5],
-  [2 * TILED_ROWS, 3, TILED_ROWS - 1],
+const PAIRS: readonly (readonly [readonly number[], readonly number[]])[] = [
+  [[TILED_ROWS, TILED_ROWS, 1, 1, 1, 1, 3, TILED_ROWS - 5], [2 * TILED_ROWS, 3, TILED_ROWS - 1]],
+  [Array<number>(MERGED_TILED_ROWS / TILED_ROWS).fill(TILED_ROWS), [MERGED_TILED_ROWS]],
 ];
 
-/** Tokens the probe evaluates (each layout covers them all). */
-export const PROBE_TOKENS = 3 * TILED_ROWS + 2;
+/** Tokens the probe needs (the longest layout's). */
+export const PROBE_TOKENS = Math.max(...PAIRS.flat().map((layout) => layout.reduce((a, b) => a + b, 0)));
 
 /**
  * Runs the probe in `seq` (emptied before and after). `tokens` must hold at least PROBE_TOKENS tokens; the
- * context's batch must take 2 * TILED_ROWS rows at once. One-token pieces go through the engine's batching as
+ * context's batch must take MERGED_TILED_ROWS rows at once. One-token pieces go through the engine's batching as
  * decode steps do.
  */
 export async function probeExactness(seq: LlamaContextSequence, tokens: readonly number[]): Promise<ExactnessProbe> {
   const started = performance.now();
   if (tokens.length < PROBE_TOKENS) throw new Error(`the exactness probe needs ${PROBE_TOKENS} tokens, got ${tokens.length}`);
   const dir = await mkdtemp(join(tmpdir(), "svc-probe-"));
-  const states: Buffer[] = [];
-  try {
-    for (const [i, layout] of LAYOUTS.entries()) {
-      await seq.clearHistory();
-      let at = 0;
-      for (const size of layout) {
-        await seq.evaluateWithoutGeneratingNewTokens(tokens.slice(at, at + size) as Token[]);
-        at += size;
-      }
-      const path = join(dir, `layout-${i}.bin`);
-      await seq.saveStateToFile(path);
-      states.push(await readFile(path));
+  const state = async (layout: readonly number[]): Promise<Buffer> => {
+    await seq.clearHistory();
+    let at = 0;
+    for (const size of layout) {
+      await seq.evaluateWithoutGeneratingNewTokens(tokens.slice(at, at + size) as Token[]);
+      at += size;
     }
+    const path = join(dir, "state.bin");
+    await seq.saveStateToFile(path);
+    return readFile(path);
+  };
+  try {
+    for (const [first, second] of PAIRS) {
+      const a = await state(first);
+      const b = await state(second);
+      if (a.equals(b)) continue;
+      return {match: "pieces", ms: performance.now() - started, reason: a.length !== b.length ? "the two layouts saved states of different sizes"
+        : "a row's KV depended on how its piece was composed (kernels that work on groups of rows)"};
+    }
+    return {match: "rows", ms: performance.now() - started, reason: null};
   } finally {
     await seq.clearHistory();
     await rm(dir, {recursive: true, force: true});
   }
-  const ms = performance.now() - started;
-  const [a, b] = states as [Buffer, Buffer];
-  if (a.equals(b)) return {match: "rows", ms, reason: null};
-  return {match: "pieces", ms, reason: a.length !== b.length ? "the two layouts saved states of different sizes"
-    : "a row's KV depended on how its piece was composed (kernels that work on groups of rows)"};
 }
 
 /**
@@ -78,7 +84,7 @@ export async function probeExactness(seq: LlamaContextSequence, tokens: readonly
 export async function cachedProbe(store: {dir: string; key: unknown} | null, run: () => Promise<ExactnessProbe>):
   Promise<ExactnessProbe & {cached: boolean}> {
   if (!store) return {...(await run()), cached: false};
-  const hash = createHash("sha256").update(JSON.stringify({key: store.key, layouts: LAYOUTS})).digest("hex").slice(0, 32);
+  const hash = createHash("sha256").update(JSON.stringify({key: store.key, layouts: PAIRS})).digest("hex").slice(0, 32);
   const file = join(store.dir, `exactness-${hash}.json`);
   try {
     const held = JSON.parse(await readFile(file, "utf8")) as Partial<ExactnessProbe>;

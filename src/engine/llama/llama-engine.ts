@@ -20,7 +20,7 @@ import {loneSteps, measureDecodeThreads, STEP_TOKENS, threadsForBatch} from "./d
 import {reuseMatchAtLoad, speculationAtLoad, STEP_COST_TEXT} from "./load-measures.ts";
 import {modelFacts} from "./model-facts.ts";
 import type {CutPlan} from "../kv/region-memory.ts";
-import {TILED_ROWS, type Span} from "../kv/row-classes.ts";
+import {MERGED_TILED_ROWS, TILED_ROWS, type Span} from "../kv/row-classes.ts";
 import {classifyTokens, type TokenClasses} from "../json-closing.ts";
 import {GrammarConstraint, GrammarStore} from "./grammar-constraint.ts";
 import {runOnRegion, type GrammarBinder} from "./region-decode.ts";
@@ -166,8 +166,9 @@ export class LlamaEngine implements Engine {
     const context = await model.createContext({
       sequences: opts.regions,
       contextSize,
-      // Room for the longest piece a plan makes (planByRows: up to piece + TILED_ROWS - 1 rows) and the probe's.
-      batchSize: Math.max(opts.promptPiece + TILED_ROWS - 1, 2 * TILED_ROWS, opts.regions),
+      // Room for the longest piece a plan makes (planByRows: up to piece + TILED_ROWS - 1 rows), merged tiled pieces
+      // and the probe's: an evaluation longer than the batch would be split, and its last part could be a row piece.
+      batchSize: Math.max(opts.promptPiece + TILED_ROWS - 1, MERGED_TILED_ROWS, opts.regions),
       threads: {ideal: threads, min: 1},
       // Pinned, not "auto": state files and exact greedy output depend on it (see state-identity.ts).
       flashAttention: opts.flashAttention,
@@ -273,6 +274,7 @@ export class LlamaEngine implements Engine {
         longPrefill: (running) => (pool.stats.prefillSince = running ? performance.now() : null),
         drafts: this.drafts && speculates(job) ? this.drafts : null,
         beforeDecode: () => pool.beforeDecode(),
+        mergePieces: () => ![...policy.generating].some((other) => other !== id),
       });
       return (async function* (): DecodeRun {
         // Time in the engine (each step's await) and in its batch queue, as against time with the consumer.

@@ -1,6 +1,7 @@
 // One request's run on one region: the part of the prompt the pool prepared (see kv/region-memory.ts) is
 // kept, the rest is fed in the pieces of the prompt's cut plan (so how a prompt is cut never depends on
-// batching, caching or what else runs), then tokens are
+// batching, caching or what else runs; matched by rows, consecutive tiled pieces may go together, which leaves
+// every row's class as planned), then tokens are
 // generated: with the library's native sampler chain (with prompt-lookup drafts for an eligible greedy run,
 // see prompt-lookup.ts), or scored against the raw logits when log probabilities are wanted. Cancellation is
 // checked between pieces and between steps.
@@ -11,6 +12,7 @@ import type {DecodeEnd, DecodeJob, DecodeRun, DecodeStats, GrammarRef} from "../
 import {ContextOverflowError, neverShift} from "./context-overflow.ts";
 import type {GrammarConstraint} from "./grammar-constraint.ts";
 import {piecesFrom, type RegionMemory} from "../kv/region-memory.ts";
+import {MERGED_TILED_ROWS, mergeTiled} from "../kv/row-classes.ts";
 import {scoredGeneration} from "./scored-decode.ts";
 import {attachTokenPredictor, detachTokenPredictor} from "./internals.ts";
 import {LookupDrafter, type DraftPolicy} from "./prompt-lookup.ts";
@@ -75,6 +77,19 @@ export interface RunHooks {
   drafts: DraftPolicy | null;
   /** Awaited before each prompt piece or decode step is queued (the pool holds them back while a preparation waits: region-pool.ts). */
   beforeDecode(): Promise<void>;
+  /**
+   * Whether consecutive tiled pieces may go as one evaluation now (matched by rows only): not while another region
+   * generates, whose next token would wait for the whole evaluation (pieces and steps alternate: batch-strategy.ts).
+   */
+  mergePieces(): boolean;
+}
+
+/** Longest a merged evaluation should take: the granularity of cancellation and of other requests' turns. */
+const MERGED_PIECE_MS = 2000;
+
+/** Rows a merged evaluation may take at the rate the last piece ran (unknown before the first: no merge). */
+function mergeLimit(msPerRow: number): number {
+  return Math.min(MERGED_TILED_ROWS, Math.floor(MERGED_PIECE_MS / msPerRow));
 }
 
 export async function* runOnRegion(seq: LlamaContextSequence, job: DecodeJob, stats: DecodeStats, mark: GeneratingMark,
@@ -99,14 +114,22 @@ export async function* runOnRegion(seq: LlamaContextSequence, job: DecodeJob, st
   if (long) hooks.longPrefill(true);
   yield {kind: "progress", processed: stats.cachedTokens, elapsedMs: 0};
   try {
-    for (const [a, b] of pieces) {
+    let msPerRow = Infinity;
+    for (let i = 0; i < pieces.length;) {
       if (job.signal.aborted) return {reason: "cancelled"};
       await hooks.beforeDecode();
       if (job.signal.aborted) return {reason: "cancelled"};
+      const take = job.plan.match === "rows" && hooks.mergePieces() ? mergeTiled(pieces.slice(i), mergeLimit(msPerRow)) : 1;
+      const a = pieces[i]![0];
+      const b = pieces[i + take - 1]![1];
+      const t0 = performance.now();
       await seq.evaluateWithoutGeneratingNewTokens(prompt.slice(a, b), {contextShift: neverShift});
+      msPerRow = (performance.now() - t0) / (b - a);
       memory.tokens.push(...prompt.slice(a, b));
-      memory.cuts.push(b);
+      // The plan's cuts, as if evaluated one by one: merged tiled pieces are tiled rows all the same.
+      for (const [, end] of pieces.slice(i, i + take)) memory.cuts.push(end);
       yield {kind: "progress", processed: b, elapsedMs: performance.now() - started};
+      i += take;
     }
   } finally {
     if (long) hooks.longPrefill(false);
