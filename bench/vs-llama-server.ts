@@ -8,8 +8,10 @@
 // decode tok/s and time to first token; (b) 4 concurrent streams, 16 requests: aggregate tok/s, TTFT p50/p95;
 // (c) agentic: 3 conversations at once, 5 turns each, a ~2,400-token shared system prompt, 48-token replies,
 // cold then warm: wall time and follow-up TTFT; (d) a JSON schema against free text; (e) the library alone;
-// (f) svc's decode rate while a side model (embeddings) is kept busy.
+// (f) svc's decode rate while a side model (embeddings) is kept busy; (h) the agentic workload alone and beside a
+// busy process on one core, each server's ratio of the two. Long prompts: bench/long-prompts.ts.
 
+import {spawn} from "node:child_process";
 import {availableParallelism, homedir} from "node:os";
 import {join} from "node:path";
 import {DEFAULT_MAIN_MODEL_SPEC} from "../src/models/known-files.ts";
@@ -21,8 +23,8 @@ import {libraryDecode} from "./llama-server/library.ts";
 import {startLlamaServer, startSvc, type Server, type Shape} from "../support/llama-server/servers.ts";
 
 const QUICK = process.env.BENCH_QUICK === "1";
-/** BENCH_ONLY=a,b,c,d,f runs only those workloads (all by default). */
-const ONLY = new Set((process.env.BENCH_ONLY ?? "a,b,c,d,f").split(","));
+/** BENCH_ONLY=a,b,c,d,f,h runs only those workloads (all by default). */
+const ONLY = new Set((process.env.BENCH_ONLY ?? "a,b,c,d,f,h").split(","));
 const ROUNDS = QUICK ? 1 : 3;
 const SYSTEM = "You are a helpful assistant. Answer the user's request in full.";
 const TOPICS = ["a lighthouse keeper who finds a map", "a young dragon afraid of flying", "a robot that learns to bake bread", "two sisters crossing a desert",
@@ -210,6 +212,29 @@ async function main(): Promise<void> {
       rows.push({label: "(c) agentic wall, warm", svc: ag.get(svc)!.warm, llama: ag.get(llama)!.warm, unit: "s"});
       rows.push({label: "(c) agentic follow-up TTFT median", svc: median(ag.get(svc)!.ttft), llama: median(ag.get(llama)!.ttft), unit: "ms"});
     
+    }
+
+    if (ONLY.has("h")) {
+      // (h) shared cores: the agentic workload (3 conversations x 3 turns, a system prompt new to the server) alone,
+      // then with a busy loop in another process taking one core. Proportional sharing would cost about 2x on 2 cores.
+      const walls = new Map<Server, {alone: number; busy: number}>();
+      let session = 0;
+      for (const phase of ["alone", "busy"] as const) {
+        for (const s of pair) {
+          const server = await turnOf(s);
+          const spinner = phase === "busy" ? spawn(process.execPath, ["-e", "for (;;) {}"], {stdio: "ignore"}) : null;
+          try {
+            const r = await agentic(server, `Session ${++session}.\n${agentSystem()}`, 3, 3, `h${session}`);
+            walls.set(s, {...(walls.get(s) ?? {alone: NaN, busy: NaN}), [phase]: r.wallS});
+            say(`(h) ${s.name} ${phase === "busy" ? "beside a busy core" : "alone"}: ${r.wallS.toFixed(1)} s`);
+          } finally {
+            spinner?.kill("SIGKILL");
+          }
+        }
+      }
+      const ratio = (s: Server) => walls.get(s)!.busy / walls.get(s)!.alone;
+      rows.push({label: "(h) agentic wall beside a busy core / alone", svc: ratio(svc), llama: ratio(llama), unit: "x"});
+      rows.push({label: "(h) agentic wall beside a busy core", svc: walls.get(svc)!.busy, llama: walls.get(llama)!.busy, unit: "s"});
     }
 
     const metrics = await (await fetch(`${svc.url}/metrics`)).text();
