@@ -55,7 +55,8 @@ async function chat(server: Server, messages: {role: string; content: string}[])
 
 async function main(): Promise<void> {
   const logger = createLogger("error");
-  const gguf = (await resolveModel(process.env.SVC_MODEL ?? DEFAULT_MAIN_MODEL_SPEC, {modelsDir: process.env.SVC_MODELS_DIR ?? join(homedir(), ".cache", "svc", "models"), logger, progress: "lines"})).path;
+  const modelsDir = process.env.SVC_MODELS_DIR ?? join(homedir(), ".cache", "svc", "models");
+  const gguf = (await resolveModel(process.env.SVC_MODEL ?? DEFAULT_MAIN_MODEL_SPEC, {modelsDir, logger, progress: "lines"})).path;
   const build = ensureLlamaServer({log: say});
   const ctxPerRegion = Math.max(8192, ...LENGTHS.map((l) => 2 ** Math.ceil(Math.log2(l + 512))));
   const shape: Shape = {gguf, threads: Number(process.env.SVC_THREADS ?? availableParallelism()), regions: REGIONS, ctxPerRegion};
@@ -78,7 +79,8 @@ async function main(): Promise<void> {
         const doc = document(length, `doc ${length}`);
         const first = [{role: "user", content: `${doc}\n\nSummarise the document above in one line.`}];
         const cold = await chat(server, first);
-        const follow = await chat(server, [...first, {role: "assistant", content: cold.text}, {role: "user", content: "Now say which line number is the largest, and why it matters."}]);
+        const next = "Now say which line number is the largest, and why it matters.";
+        const follow = await chat(server, [...first, {role: "assistant", content: cold.text}, {role: "user", content: next}]);
         if (!results.has(s.label)) results.set(s.label, new Map());
         results.get(s.label)!.set(length, {cold, follow});
         say(`${s.label} @${cold.promptTokens}: prefill ${cold.prefillTps.toFixed(1)} tok/s, decode ${cold.decodeTps.toFixed(1)} tok/s, ` +
@@ -89,12 +91,14 @@ async function main(): Promise<void> {
     }
   }
   const llama = results.get("llama-server")!;
-  process.stdout.write("\n| server | prompt | cold prefill tok/s | ratio | decode after it tok/s | ratio | follow-up wall s | ratio |\n|---|---|---|---|---|---|---|---|\n");
+  process.stdout.write("\n| server | prompt | cold prefill tok/s | ratio | decode after it tok/s | ratio | follow-up wall s | ratio |\n" +
+    "|---|---|---|---|---|---|---|---|\n");
   for (const [label, byLength] of results) {
     for (const [length, r] of byLength) {
       const l = llama.get(length)!;
       process.stdout.write(`| ${label} | ${r.cold.promptTokens} | ${r.cold.prefillTps.toFixed(1)} | ${(r.cold.prefillTps / l.cold.prefillTps).toFixed(2)} | ` +
-        `${r.cold.decodeTps.toFixed(1)} | ${(r.cold.decodeTps / l.cold.decodeTps).toFixed(2)} | ${r.follow.wallS.toFixed(2)} | ${(r.follow.wallS / l.follow.wallS).toFixed(2)} |\n`);
+        `${r.cold.decodeTps.toFixed(1)} | ${(r.cold.decodeTps / l.cold.decodeTps).toFixed(2)} | ` +
+        `${r.follow.wallS.toFixed(2)} | ${(r.follow.wallS / l.follow.wallS).toFixed(2)} |\n`);
     }
   }
 }

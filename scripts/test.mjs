@@ -143,7 +143,8 @@ for (const [i, g] of groups.entries()) {
     Object.assign(c.files, rc.files ?? {});
   }
   for (const k of Object.keys(sum)) sum[k] += c[k];
-  const line = `${g.tier}: ${c.passed} passed, ${c.failed} failed, ${c.skipped} skipped in ${((performance.now() - t0) / 1000).toFixed(1)} s${startSummary(starts)}`;
+  const wall = ((performance.now() - t0) / 1000).toFixed(1);
+  const line = `${g.tier}: ${c.passed} passed, ${c.failed} failed, ${c.skipped} skipped in ${wall} s${startSummary(starts)}`;
   lines.push(line);
   // After each tier: its count and wall time, and its ten slowest files (where a tier's minutes go).
   const slowest = Object.entries(c.files).sort((a, b) => b[1] - a[1]).slice(0, 10);

@@ -180,7 +180,8 @@ describe("concurrency", () => {
     // The first reply must still be watched when the second one arrives: the test model decodes 96 tokens in a
     // fraction of a second, which a busy machine (test files run two at a time) can take to send the second request,
     // and then the second was watched. 400 tokens keep the first in flight for over a second.
-    const request = (maxTokens: number) => JSON.stringify({model: "m", messages: ask("Count to five."), max_tokens: maxTokens, temperature: 0, stream: true, guard: true});
+    const request = (maxTokens: number) =>
+      JSON.stringify({model: "m", messages: ask("Count to five."), max_tokens: maxTokens, temperature: 0, stream: true, guard: true});
     const first = await fetch(chatUrl, {method: "POST", headers: {"content-type": "application/json"}, body: request(400)});
     const reader = first.body!.getReader();
     const head = await reader.read(); // the first frame: the first reply is in flight and watched
