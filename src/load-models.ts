@@ -3,6 +3,7 @@
 // composition root (app.ts wires routes around whatever handles it is given; tests give it others).
 
 import {readFileSync} from "node:fs";
+import {availableParallelism} from "node:os";
 import {join} from "node:path";
 import {buildModelHandle, type ModelHandle} from "./pipeline/model-handle.ts";
 import {ConfigError, type Config} from "./config/config.ts";
@@ -112,7 +113,8 @@ export async function loadModels(config: Config, logger: Logger): Promise<Loaded
   logger.info("model ready", {path: resolved.path, sha256: resolved.sha256 ?? "not hashed (local path)"});
   if (config.engine) return loadRemote(config, config.engine, resolved, templateFile, logger);
   const contextAsk = mainContextAsk(config.ctxSize);
-  const identity = await stateIdentity(resolved.path, resolved.sha256, contextAsk.positions, config.flashAttention, config.engineBuild);
+  const identity = await stateIdentity(resolved.path, resolved.sha256, contextAsk.positions, config.flashAttention, config.engineBuild,
+    config.threads ?? availableParallelism());
   const disk = config.cacheDir && config.promptCache
     ? await DiskStore.open({dir: join(config.cacheDir, "kv"), budgetBytes: config.cacheDiskMb * 1024 * 1024, identity, logger})
     : null;

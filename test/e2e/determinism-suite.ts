@@ -45,10 +45,13 @@ const COPY: Msg[][] = [
     `door every hour, and the shop sells ${t} postcards for ${2 + (i % 5)} euros each.`}]),
 ];
 
-// A prompt past 256 positions: from there a lone decode row would take llama.cpp's split attention on two threads,
-// so the engine runs it on one (decode-threads.ts); alone and beside three others it must give the same bytes.
+// A prompt past 256 positions: from there a lone decode row takes llama.cpp's split attention, so the engine runs every
+// such row alone on every thread (decode-threads.ts); alone and beside three others it must give the same bytes, and a
+// follow-up reuses the reply's split rows as decoded (kv/row-classes.ts). test/slow/long-determinism.test.ts does the
+// same at 4k, 8k and 16k tokens, with the follow-up's scores compared to the last bit.
 const LONG: Msg[] = [{role: "user", content: Array.from({length: 8}, (_, d) => `Day ${d + 1}: ${PARAGRAPH} On day ${d + 1} the miller counted ` +
   `${12 + d * 7} sacks of flour and sold ${3 + d} of them at the market.`).join("\n") + "\n\nOn which day were the most sacks sold, and how many?"}];
+const longFollowUp = (reply: string): Msg[] => [...LONG, {role: "assistant", content: reply}, {role: "user", content: "And on which day the fewest?"}];
 // Prompts that open with the long prompt's first words: they share the start of its tiled run, but their own text is
 // short enough to be evaluated row by row, so a resume from the long prompt's state must stop where the row classes
 // part (kv/row-classes.ts). Resuming at the end of the shared tokens instead changed 3 of these 5 replies on the test model.
@@ -88,6 +91,7 @@ export function exactGreedy(label: string, env: Record<string, string>, speculat
     const reference2: Out[] = [];
     const referenceCopy: Out[] = [];
     let referenceLong: Out;
+    let referenceLong2: Out;
     const referenceStarts: Out[] = [];
     /** Every answer of the cached server, for the draft counters. */
     const seen: Out[] = [];
@@ -103,6 +107,7 @@ export function exactGreedy(label: string, env: Record<string, string>, speculat
       for (const [i, t] of TOPICS.entries()) reference2.push(await greedy(cold, turn2(t, reference1[i]!.text)));
       if (speculation) for (const m of COPY) referenceCopy.push(await greedy(cold, m, 96));
       referenceLong = await greedy(cold, LONG, 48);
+      referenceLong2 = await greedy(cold, longFollowUp(referenceLong.text), 48);
       for (const m of LONG_STARTS) referenceStarts.push(await greedy(cold, m));
       await cold.stop();
       cached = await startServer({...env, SVC_PARALLEL: "4", ...(speculation ? {SVC_SPECULATION: "on"} : {})});
@@ -163,12 +168,16 @@ export function exactGreedy(label: string, env: Record<string, string>, speculat
       if (match === "rows") assert.equal(await sealCount(cached), sealsBefore, "matched by rows, no reply is re-evaluated");
     });
 
-    test("a prompt past 256 positions: the same bytes alone and beside three others", async () => {
+    test("a prompt past 256 positions: the same bytes alone and beside three others, and its follow-up", async () => {
       const alone = await ask(LONG, 48);
       assert.ok(alone.prompt > 300, `the long prompt has ${alone.prompt} tokens`);
       assert.equal(alone.text, referenceLong.text, "alone");
       const together = await Promise.all([ask(LONG, 48), ...TOPICS.slice(0, 3).map((t) => ask(turn1(t), 48))]);
       assert.equal(together[0]!.text, referenceLong.text, "beside three others");
+      const next = await ask(longFollowUp(together[0]!.text), 48);
+      const least = match === "rows" ? alone.prompt + alone.completion - 1 : alone.prompt;
+      assert.ok(next.cached >= least, `the follow-up reused ${next.cached} of ${alone.prompt}+${alone.completion}`);
+      assert.equal(next.text, referenceLong2.text, "the follow-up, sent at once");
     });
 
     test("prompts that share only the start of the long prompt's tiled run, each right after it: the same bytes", async () => {

@@ -128,6 +128,42 @@ describe("chooseBatch", () => {
     assert.deepEqual(pick(state), {lastWasPiece: false, lastPieceSequence: -1});
   });
 
+  test("steps that go alone take turns: each lone step by itself in sequence order, then the batch of the others", () => {
+    const s0 = decode(0, 1), s1 = decode(1, 1), s2 = decode(2, 1), s3 = decode(3, 1);
+    const {items, queue} = queueOf(s3, s1, s0, s2);
+    const state = newBatchPolicyState();
+    state.generating = new Set([0, 1, 2, 3]);
+    const alone = (seq: number) => seq === 1 || seq === 3;
+    const round = () => chooseBatch(items, queue, state, () => 0, alone).map((p) => queue[items.indexOf(p.item)]!.sequenceId);
+    assert.deepEqual(round(), [1]);
+    assert.deepEqual(round(), [3]);
+    assert.deepEqual(round(), [0, 2], "the others together: a step that goes alone never joins them");
+    assert.deepEqual(round(), [1], "and round again");
+    assert.equal(state.waitsTimedOut, 0);
+  });
+
+  test("the batch never waits for a generating sequence whose step goes alone; a lone step goes while the batch waits", () => {
+    const s0 = decode(0, 1), s2 = decode(2, 1);
+    const state = newBatchPolicyState();
+    state.generating = new Set([0, 1]);
+    // Sequence 1 goes alone and has not queued: the batch {0} does not wait for it.
+    let {items, queue} = queueOf(s0);
+    const out = chooseBatch(items, queue, state, () => 0, (seq) => seq === 1);
+    assert.deepEqual(out.map((p) => p.item), [s0.item]);
+    assert.equal(state.waitingSince, null);
+    // Sequence 1 does not go alone and has not queued: the batch {0} waits, and the lone step of 2 goes meanwhile.
+    ({items, queue} = queueOf(s0, s2));
+    const fresh = newBatchPolicyState();
+    fresh.generating = new Set([0, 1, 2]);
+    const first = chooseBatch(items, queue, fresh, () => 0, (seq) => seq === 2);
+    assert.deepEqual(first.map((p) => p.item), [s2.item]);
+    assert.equal(fresh.waitingSince, 0, "the batch is waiting");
+    assert.deepEqual(chooseBatch(items, queue, fresh, () => STEP_WAIT_MS / 2, (seq) => seq === 2).map((p) => p.item), [s2.item],
+      "the batch still waits: the lone step goes again (its next step, in the engine)");
+    assert.deepEqual(chooseBatch(items, queue, fresh, () => STEP_WAIT_MS, (seq) => seq === 2).map((p) => p.item), [s0.item]);
+    assert.equal(fresh.waitsTimedOut, 1);
+  });
+
   test("a queue that does not match the items throws", () => {
     const a = decode(0, 1), b = decode(1, 1);
     assert.throws(() => chooseBatch([a.item, b.item], [a.view], newBatchPolicyState()), {

@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
 import type {LlamaContextSequence, Token} from "node-llama-cpp";
+import {SPLIT_ROW_FROM} from "../../src/engine/kv/row-classes.ts";
 import {LookupDrafter, LookupRecord, type DraftPolicy} from "../../src/engine/llama/prompt-lookup.ts";
 
 const t = (xs: number[]) => xs as Token[];
@@ -16,8 +17,8 @@ function policy(over: Partial<DraftPolicy> = {}): DraftPolicy {
 }
 
 /** Starts a run whose state is the prompt, then its first step (the prompt's last piece). */
-function start(p: DraftPolicy, wanted = () => true): LookupDrafter {
-  const d = new LookupDrafter(p, PROMPT, wanted);
+function start(p: DraftPolicy, wanted = () => true, position = () => 100): LookupDrafter {
+  const d = new LookupDrafter(p, PROMPT, wanted, position);
   d.reset({stateTokens: t(PROMPT), evaluateOptions: {}, targetSequence: null as unknown as LlamaContextSequence});
   return d;
 }
@@ -67,6 +68,21 @@ describe("LookupDrafter", () => {
     left = 1;
     d.pushTokens(t([12]));
     assert.deepEqual(d.predictTokens(), []);
+  });
+
+  test("no draft for a step whose draft row would reach the position where generated steps go alone", () => {
+    let at = SPLIT_ROW_FROM - 3;
+    const d = start(policy(), () => true, () => at);
+    d.predictTokens();
+    d.pushTokens(t([10]));
+    d.predictTokens();
+    d.pushTokens(t([11]));
+    assert.deepEqual(d.predictTokens(), [12], "rows at SPLIT_ROW_FROM - 3 and - 2");
+    d.pushTokens(t([12]));
+    at = SPLIT_ROW_FROM - 1;
+    assert.deepEqual(d.predictTokens(), [], "the draft row would be at SPLIT_ROW_FROM");
+    d.pushTokens(t([13]));
+    assert.equal(d.hitRate() > 0, true, "the shadow proposal is still counted");
   });
 
   test("auto: drafts only while 1 + estimated hit rate exceeds the step cost, and only alone", () => {

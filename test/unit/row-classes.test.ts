@@ -4,14 +4,18 @@
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
 import {exactLength, reusable} from "../../src/engine/kv/region-memory.ts";
-import {MERGED_TILED_ROWS, mergeTiled, planByRows, resumeAt, reusableByRows, TILED_ROWS} from "../../src/engine/kv/row-classes.ts";
+import {MERGED_TILED_ROWS, mergeTiled, planByRows, resumeAt, reusableByRows, rowClass, SPLIT_ROW_FROM, TILED_ROWS}
+  from "../../src/engine/kv/row-classes.ts";
 
 const seq = (n: number, from = 0) => Array.from({length: n}, (_, i) => from + i);
 /** No message boundaries, only reply spans. */
 const rs = (replySpans: [number, number][]) => ({boundaries: [], replySpans});
-/** Per row: whether its piece is tiled (what reuse compares). */
+/** Per row: the class of its piece (what reuse compares). */
 const classes = (cuts: readonly number[], upTo: number) =>
-  sizes(cuts).flatMap((n) => Array<boolean>(n).fill(n >= TILED_ROWS)).slice(0, upTo);
+  cuts.flatMap((c, i) => {
+    const a = i > 0 ? cuts[i - 1]! : 0;
+    return Array<string>(c - a).fill(rowClass(a, c));
+  }).slice(0, upTo);
 const sizes = (cuts: readonly number[]) => cuts.map((c, i) => c - (i > 0 ? cuts[i - 1]! : 0));
 
 describe("planByRows", () => {
@@ -31,12 +35,21 @@ describe("planByRows", () => {
     assert.deepEqual(planByRows(100, rs([]), 32), [32, 64, 96, 100]);
     assert.ok(sizes(planByRows(100, rs([]), 32)).every((n) => n < TILED_ROWS));
   });
-  test("reply spans are row pieces under 64 rows, whatever their length; the runs around them are planned on their own", () => {
+  test("reply spans are row pieces under 64 rows before SPLIT_ROW_FROM and one-row pieces from it; the runs around them are planned on their own", () => {
     assert.deepEqual(planByRows(300, rs([[100, 180]]), 64), [100, 163, 180, 300]);
     const plan = planByRows(500, rs([[100, 240], [300, 310]]), 64);
-    assert.deepEqual(plan, [100, 163, 226, 289, 310, 374, 500], "[100, 310) is one stretch of row pieces (both replies and the 60 rows between); 190 tiled rows after");
+    assert.deepEqual(plan, [100, 163, 226, 289, 300, ...seq(10, 301), 374, 500],
+      "[100, 310) is one stretch of row pieces (both replies and the 60 rows between), the second reply's rows one at a time; 190 tiled rows after");
     assert.deepEqual(planByRows(130, rs([[0, 10], [120, 130]]), 64), [10, 120, 130]);
     assert.deepEqual(planByRows(100, rs([[90, 200]]), 64), [90, 100], "a span past the end is cut at the end");
+  });
+  test("a reply that crosses SPLIT_ROW_FROM: row pieces before it, split rows from it, as it was decoded", () => {
+    const plan = planByRows(400, rs([[200, 260]]), 64);
+    assert.deepEqual(plan, [64, 128, 200, 240, ...seq(20, 241), 324, 400]);
+    assert.deepEqual(classes(plan, 400).slice(199, 262), ["tiled", ...Array(40).fill("row"), ...Array(20).fill("split"), "tiled", "tiled"]);
+    assert.equal(rowClass(SPLIT_ROW_FROM - 1, SPLIT_ROW_FROM), "row");
+    assert.equal(rowClass(SPLIT_ROW_FROM, SPLIT_ROW_FROM + 1), "split");
+    assert.equal(rowClass(SPLIT_ROW_FROM, SPLIT_ROW_FROM + 2), "row");
   });
   test("stretches between message boundaries are classed on their own: long ones tiled, short ones row by row (merged)", () => {
     // system 28 | header 5 | user 30 | header 5: all short, one row piece.
@@ -115,10 +128,22 @@ describe("reusableByRows with message boundaries", () => {
     const memory = {tokens: item1, cuts: planByRows(item1.length, {boundaries: [28, 33, 53], replySpans: []}, 64)};
     assert.equal(reusableByRows(memory, item2, planByRows(item2.length, {boundaries: [28, 33, 123], replySpans: []}, 64)).length, 33);
   });
-  test("the same chat prompt again re-evaluates only its last token (the reply header is a row stretch)", () => {
+  test("the same chat prompt again re-evaluates its last two tokens (the reply header is a row stretch; one row alone would be split)", () => {
     const prompt = seq(2080);
     const plan = planByRows(2080, {boundaries: [2000, 2005, 2075], replySpans: []}, 64);
-    assert.equal(reusableByRows({tokens: prompt, cuts: plan}, prompt, plan).length, 2079);
+    assert.equal(reusableByRows({tokens: prompt, cuts: plan}, prompt, plan).length, 2078);
+    const short = seq(100);
+    const shortPlan = planByRows(100, {boundaries: [30, 95], replySpans: []}, 64);
+    assert.equal(reusableByRows({tokens: short, cuts: shortPlan}, short, shortPlan).length, 99, "before SPLIT_ROW_FROM one row alone is a row row");
+  });
+  test("a memory cut short never leaves one row of a row piece past SPLIT_ROW_FROM (it would read as split)", () => {
+    // The memory evaluated [2075, 2080) as one row piece; the new prompt shares 2076 tokens.
+    const a = seq(2080);
+    const b = [...seq(2076), ...seq(10, 9000)];
+    const planA = planByRows(2080, {boundaries: [2000, 2005, 2075], replySpans: []}, 64);
+    const planB = planByRows(2086, {boundaries: [2000, 2005, 2075], replySpans: []}, 64);
+    assert.deepEqual(planB.slice(-1), [2086], "[2075, 2086) one row piece");
+    assert.equal(reusableByRows({tokens: a, cuts: planA}, b, planB).length, 2075);
   });
   test("a last message that differs inside a tiled stretch: at least 64 of its rows are evaluated again", () => {
     const a = seq(2080);

@@ -30,6 +30,11 @@ export interface RegionMemory {
   lastUsed: number;
   /** Where the sealed reply of the region's last request starts (its prompt length); 0 when none is sealed. */
   replyStart: number;
+  /**
+   * Set while a reply is decoded, where its rows stop being one-row evaluations: a replacement of several tokens
+   * (steering) is evaluated as one piece, and from SPLIT_ROW_FROM one row of it is not what a one-row piece gives.
+   */
+  decodedExactTo?: number;
 }
 
 export function emptyMemory(): RegionMemory {

@@ -7,14 +7,17 @@
 // a tiled path; below it, a per-row loop, the same one a decode step takes. Within each path every row is
 // computed on its own: 64+66 rows equal 130 in one piece, 5+40 equal 45, twelve one-token steps equal a
 // twelve-row piece. (A lone decode row far into the context takes a third, split path unless it runs on one
-// thread: llama/decode-threads.ts.) So what a reused prefix must share with a cold evaluation of the new
-// prompt is the class of each row ("tiled" or "row"), not the cuts, and:
-//   - a reply needs no re-evaluation: its decoded rows are "row" rows, and a later prompt's plan evaluates
-//     that reply (the assistant text it sends back) in pieces under TILED_ROWS, so the classes agree;
+// thread.) The engine gives that path a class of its own: from SPLIT_ROW_FROM on, every one-row evaluation
+// (a generated token's step, a one-token prompt piece) runs alone on every thread (llama/decode-threads.ts), so
+// a one-row piece there is a "split" row, the same whoever else was running. So what a reused prefix must share
+// with a cold evaluation of the new prompt is the class of each row ("tiled", "row" or "split"), not the cuts:
+//   - a reply needs no re-evaluation: its decoded rows are one-row pieces ("row" rows before SPLIT_ROW_FROM,
+//     "split" rows from it), and a later prompt's plan evaluates that reply (the assistant text it sends back)
+//     the same way: in pieces under TILED_ROWS before SPLIT_ROW_FROM, one row at a time from it;
 //   - a prompt may resume anywhere in a shared prefix, not only at a cut both plans share, as long as what is
-//     left of a tiled run is evaluated in a piece of TILED_ROWS rows or more.
-// Classes are read from piece sizes: a recorded piece of TILED_ROWS rows or more was tiled, a smaller one
-// was not (decoded rows are one-row pieces). Cutting a recorded memory short keeps that true (resumeAt).
+//     left of a piece keeps its class (a tiled run TILED_ROWS rows or more; a row piece more than one row past
+//     SPLIT_ROW_FROM, where one row alone would be a split row).
+// Classes are read from piece sizes and places (rowClass). Cutting a recorded memory short keeps them (resumeAt).
 
 import {commonPrefix, exactLength, type Reuse} from "./region-memory.ts";
 
@@ -43,6 +46,24 @@ export function mergeTiled(pieces: readonly Span[], maxRows: number): number {
   return taken;
 }
 
+/**
+ * From this position on, a one-row evaluation is a "split" row: llama.cpp pads a stream's attention window to
+ * multiples of 256 cells, and from 512 cells its CPU flash attention splits a ubatch's only query row across the
+ * threads and merges the partial sums, a rounding of its own (and one that depends on the thread count). The
+ * engine runs every such row alone on every thread (llama/decode-threads.ts). A margin below 256 keeps clear of
+ * the padding rule's edge: rows between here and 256 take the one-pass loop all the same, and counting them as
+ * split only costs reuse, never exactness.
+ */
+export const SPLIT_ROW_FROM = 240;
+
+export type RowClass = "tiled" | "row" | "split";
+
+/** The class of every row of the piece [a, b). */
+export function rowClass(a: number, b: number): RowClass {
+  if (b - a >= TILED_ROWS) return "tiled";
+  return b - a === 1 && a >= SPLIT_ROW_FROM ? "split" : "row";
+}
+
 /** Largest piece of a "row" run: any size under TILED_ROWS keeps the per-row path. */
 export const ROW_PIECE = TILED_ROWS - 1;
 
@@ -55,7 +76,8 @@ export type Span = readonly [number, number];
  * between two such points is tiled when it has at least TILED_ROWS rows and is not a reply (replies were
  * decoded one row at a time); every other stretch is evaluated row by row. Tiled stretches go in pieces of
  * `piece` rows (a remainder under TILED_ROWS joins the last piece, so pieces run up to piece + 63 rows);
- * consecutive row stretches are merged into pieces under TILED_ROWS. A stretch's class depends on nothing
+ * consecutive row stretches are merged into pieces under TILED_ROWS, except that a reply's rows from
+ * SPLIT_ROW_FROM on are pieces of one row each ("split" rows, as they were decoded). A stretch's class depends on nothing
  * after it, so a prompt that continues this one (after a reply) gets the same classes up to where it
  * continues; and the last stretch of a chat prompt (the reply header) is never tiled, so the same prompt
  * again, or one that differs only in its last message, resumes right where it differs.
@@ -73,10 +95,15 @@ export function planByRows(length: number, marks: {boundaries: readonly number[]
   const rowPiece = Math.min(piece, ROW_PIECE);
   const cuts: number[] = [];
   let rowStart = -1;
+  const splitRow = (at: number) => at >= SPLIT_ROW_FROM && inReply(at);
   const closeRows = (end: number) => {
     if (rowStart < 0) return;
-    for (let c = rowStart + rowPiece; c < end; c += rowPiece) cuts.push(c);
-    cuts.push(end);
+    for (let a = rowStart; a < end;) {
+      let b = a + 1;
+      if (!splitRow(a)) while (b < end && b - a < rowPiece && !splitRow(b)) b++;
+      cuts.push(b);
+      a = b;
+    }
     rowStart = -1;
   };
   let a = 0;
@@ -97,11 +124,6 @@ export function planByRows(length: number, marks: {boundaries: readonly number[]
   return cuts;
 }
 
-/** Whether a piece of this many rows was (or will be) tiled. */
-function tiled(rows: number): boolean {
-  return rows >= TILED_ROWS;
-}
-
 /** The piece of `cuts` holding position `at` (start inclusive), or null past the end. */
 function pieceAt(cuts: readonly number[], at: number): [number, number] | null {
   let a = 0;
@@ -120,7 +142,7 @@ function firstClassDifference(x: readonly number[], y: readonly number[], limit:
   let ay = 0;
   let at = 0;
   while (at < limit && i < x.length && j < y.length) {
-    if (tiled(x[i]! - ax) !== tiled(y[j]! - ay)) return at;
+    if (rowClass(ax, x[i]!) !== rowClass(ay, y[j]!)) return at;
     const next = Math.min(x[i]!, y[j]!);
     at = next;
     if (x[i] === next) ax = x[i++]!;
@@ -132,8 +154,8 @@ function firstClassDifference(x: readonly number[], y: readonly number[], limit:
 /**
  * How much of a prompt (with its plan from planByRows) a memory can serve: the shared prefix of tokens and
  * row classes, leaving at least one token to evaluate, then moved back where needed so that (1) what is left
- * of the plan's piece is still tiled when it must be (at least TILED_ROWS rows), and (2) the memory cut short
- * there still reads right (see resumeAt).
+ * of the plan's piece, evaluated on its own, keeps the piece's class, and (2) the memory cut short there still
+ * reads as the class it was computed in (see resumeAt).
  */
 export function reusableByRows(memory: {tokens: readonly number[]; cuts: readonly number[]}, prompt: readonly number[], plan: readonly number[]): Reuse {
   const common = commonPrefix(memory.tokens, prompt);
@@ -142,12 +164,22 @@ export function reusableByRows(memory: {tokens: readonly number[]; cuts: readonl
   for (;;) {
     const before = at;
     const planned = pieceAt(plan, at);
-    if (planned && at > planned[0] && tiled(planned[1] - planned[0]) && planned[1] - at < TILED_ROWS) at = planned[1] - TILED_ROWS;
+    if (planned && at > planned[0] && rowClass(at, planned[1]) !== rowClass(planned[0], planned[1])) at = keepClass(planned, "end");
     const held = pieceAt(memory.cuts, at);
-    if (held && at > held[0] && tiled(held[1] - held[0]) && at - held[0] < TILED_ROWS) at = held[0];
+    if (held && at > held[0] && rowClass(held[0], at) !== rowClass(held[0], held[1])) at = keepClass(held, "start");
     if (at === before) break;
   }
   return {length: Math.max(0, at), common};
+}
+
+/**
+ * Where to cut a piece [a, b) (tiled or row) so that the part that stays, the rest ("end", evaluated on its own)
+ * or the beginning ("start", read back from a memory cut short), keeps the piece's class: a tiled part needs
+ * TILED_ROWS rows; a row part past SPLIT_ROW_FROM needs two (one would read as split). Moves only backwards.
+ */
+function keepClass([a, b]: [number, number], part: "end" | "start"): number {
+  if (part === "start") return a;
+  return rowClass(a, b) === "tiled" ? b - TILED_ROWS : b - 2;
 }
 
 /**

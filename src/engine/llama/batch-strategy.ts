@@ -13,6 +13,9 @@
 // piece on its own, whole. Pieces and steps alternate so neither starves; pieces rotate across sequences.
 // A speculative step (the token just generated plus a prompt-lookup draft, see prompt-lookup.ts) has two
 // tokens and goes as a piece: split_equal would otherwise cut it beside other sequences' steps.
+// One exception to "every step together": a generated token's step far into its region (decode-threads.ts,
+// generatedStepAlone) goes in a dispatch of its own, on every thread, whoever else is generating, so that its
+// numbers never depend on the company it kept. Such steps take turns with the batch of the other steps.
 
 import type {BatchItem, PrioritizedBatchItem} from "node-llama-cpp";
 import type {QueuedDecodeView} from "./internals.ts";
@@ -32,14 +35,21 @@ export interface BatchPolicyState {
   stepQueuedAt: Map<number, number>;
   /** Per sequence: ms its steps spent queued before dispatch (behind a prompt piece, or waiting for the others). */
   batchWaitMs: number[];
+  /** The sequence whose lone step went last (-1: the batch of the other steps did, or nothing yet). */
+  lastAloneSequence: number;
 }
 
 export function newBatchPolicyState(): BatchPolicyState {
-  return {lastWasPiece: false, lastPieceSequence: -1, generating: new Set(), waitingSince: null, waitsTimedOut: 0, stepQueuedAt: new Map(), batchWaitMs: []};
+  return {lastWasPiece: false, lastPieceSequence: -1, generating: new Set(), waitingSince: null, waitsTimedOut: 0, stepQueuedAt: new Map(), batchWaitMs: [],
+    lastAloneSequence: -1};
 }
 
+/**
+ * The next dispatch. `alone(seq)` says whether that sequence's one-token step must be dispatched by itself
+ * (asked also of generating sequences that have not queued yet: a batch never waits for one that goes alone).
+ */
 export function chooseBatch(items: readonly BatchItem[], queue: readonly QueuedDecodeView[], state: BatchPolicyState,
-  now: () => number = () => performance.now()): PrioritizedBatchItem[] {
+  now: () => number = () => performance.now(), alone: (seq: number) => boolean = () => false): PrioritizedBatchItem[] {
   if (queue.length !== items.length) throw new Error(`batch strategy: ${items.length} items but ${queue.length} queued decodes (node-llama-cpp internals changed?)`);
   const steps: {item: BatchItem; seq: number}[] = [];
   const pieces: {item: BatchItem; seq: number}[] = [];
@@ -57,18 +67,36 @@ export function chooseBatch(items: readonly BatchItem[], queue: readonly QueuedD
     return [{item: next.item, processAmount: next.item.tokens.length}];
   }
   const queued = new Set(items.map((_, i) => queue[i]!.sequenceId));
-  const missing = [...state.generating].some((seq) => !queued.has(seq));
-  if (missing) {
+  const lone = steps.filter((s) => alone(s.seq)).sort((a, b) => a.seq - b.seq);
+  const together = steps.filter((s) => !alone(s.seq));
+  const missing = [...state.generating].some((seq) => !queued.has(seq) && !alone(seq));
+  let batchReady = together.length > 0;
+  if (batchReady && missing) {
     state.waitingSince ??= at;
-    if (at - state.waitingSince < STEP_WAIT_MS) return [];
-    state.waitsTimedOut++;
+    if (at - state.waitingSince < STEP_WAIT_MS) batchReady = false;
   }
+  // Turns: each lone step in sequence order, then the batch of the others, and round again.
+  const nextLone = lone.find((s) => s.seq > state.lastAloneSequence) ?? (batchReady ? undefined : lone[0]);
+  if (nextLone) {
+    state.lastWasPiece = false;
+    state.lastAloneSequence = nextLone.seq;
+    noteDispatched(state, [nextLone], at);
+    return [{item: nextLone.item, processAmount: 1}];
+  }
+  if (!batchReady) return [];
+  if (missing) state.waitsTimedOut++;
   state.waitingSince = null;
   state.lastWasPiece = false;
-  steps.sort((a, b) => a.seq - b.seq);
-  for (const {seq} of steps) {
+  state.lastAloneSequence = -1;
+  together.sort((a, b) => a.seq - b.seq);
+  noteDispatched(state, together, at);
+  return together.map(({item}) => ({item, processAmount: 1}));
+}
+
+/** Adds each dispatched step's time in the queue to its sequence's batch wait. */
+function noteDispatched(state: BatchPolicyState, dispatched: readonly {seq: number}[], at: number): void {
+  for (const {seq} of dispatched) {
     state.batchWaitMs[seq] = (state.batchWaitMs[seq] ?? 0) + at - (state.stepQueuedAt.get(seq) ?? at);
     state.stepQueuedAt.delete(seq);
   }
-  return steps.map(({item}) => ({item, processAmount: 1}));
 }

@@ -4,40 +4,26 @@
 // threadpool) can cost more than the second thread saves. `auto` times both at load and keeps the faster.
 
 import type {LlamaContextSequence, Token} from "node-llama-cpp";
+import {SPLIT_ROW_FROM} from "../kv/row-classes.ts";
 
 /** A batch is a prompt piece (every thread) when any item evaluates more than this many tokens; else decode steps. */
 export const STEP_TOKENS = 2;
 
 /**
- * From this position on, a lone decode row runs on one thread. llama.cpp pads a stream's attention window to
- * multiples of 256 cells, and from 512 cells its CPU flash attention splits one query row's keys across the
- * threads and merges the partial sums, a different rounding from the one-pass loop that every prompt row and
- * every row of a multi-sequence step takes. On one thread the split has one part and its merge is exact, so a
- * reply computed alone matches the same reply computed beside others. (A margin below 256 keeps clear of the
- * padding rule's edge.)
+ * Whether a one-token evaluation at `position` (a generated token's step, a one-token prompt piece) goes in a
+ * dispatch of its own, on every thread. From SPLIT_ROW_FROM its row's attention can take the split path, whose
+ * numbers depend on the thread count and which a row of a multi-sequence step never takes (kv/row-classes.ts);
+ * so each such row always goes alone, on the same threads, two-threaded as llama-server runs a lone stream, and
+ * its numbers never depend on what else was running. Below it every row takes the one-pass loop on any thread
+ * count, alone or batched. Drafts stop before it (prompt-lookup.ts): a draft makes a step two rows.
  */
-export const LONE_STEP_ONE_THREAD_FROM = 240;
-
-/**
- * Threads for one dispatch: prompt pieces get every thread; decode steps the measured count, except when a
- * row will be alone in its ubatch at a long position (above). `lonePosition` is the highest position among
- * such rows (see loneSteps), -1 when there are none.
- */
-export function threadsForBatch(batch: {piece: boolean; lonePosition: number}, threads: {prompt: number; decode: number}): number {
-  if (batch.piece) return threads.prompt;
-  if (batch.lonePosition >= LONE_STEP_ONE_THREAD_FROM) return 1;
-  return threads.decode;
+export function aloneOnEveryThread(position: number): boolean {
+  return position >= SPLIT_ROW_FROM;
 }
 
-/**
- * The sequences of a batch of one-token steps that llama.cpp will compute alone in a ubatch: with one KV
- * stream per sequence it splits a batch into ubatches of consecutive sequence ids (split_equal, sequential),
- * so steps of sequences 0, 2 and 3 run as {0} and {2, 3}, and sequence 0's row is lone (a region that
- * finished leaves such a gap).
- */
-export function loneSteps(sequenceIds: readonly number[]): number[] {
-  const ids = [...new Set(sequenceIds)].sort((a, b) => a - b);
-  return ids.filter((id, i) => ids[i - 1] !== id - 1 && ids[i + 1] !== id + 1);
+/** Threads for one dispatch: prompt pieces and a row that goes alone get every thread; batched steps the measured count. */
+export function threadsForBatch(batch: {piece: boolean; aloneStep: boolean}, threads: {prompt: number; decode: number}): number {
+  return batch.piece || batch.aloneStep ? threads.prompt : threads.decode;
 }
 
 export interface ThreadsChoice {

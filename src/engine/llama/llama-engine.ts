@@ -16,7 +16,8 @@ import {chooseBatch, newBatchPolicyState, type BatchPolicyState} from "./batch-s
 import {acceptGrammarToken, isEndOfGeneration, PINNED_NODE_LLAMA_CPP, queuedDecodes, sequenceIdOf, setNextBatchThreads} from "./internals.ts";
 import {llamaBuildOptions, type EngineBuild} from "./engine-build.ts";
 import {keepBuilds, restoreBuilds} from "./engine-build-store.ts";
-import {loneSteps, measureDecodeThreads, STEP_TOKENS, threadsForBatch} from "./decode-threads.ts";
+import {DecodeThreadTuner} from "./decode-thread-tuner.ts";
+import {aloneOnEveryThread, measureDecodeThreads, STEP_TOKENS, threadsForBatch} from "./decode-threads.ts";
 import {reuseMatchAtLoad, speculationAtLoad, STEP_COST_TEXT} from "./load-measures.ts";
 import {modelFacts} from "./model-facts.ts";
 import type {CutPlan} from "../kv/region-memory.ts";
@@ -163,6 +164,10 @@ export class LlamaEngine implements Engine {
     let contextRef: LlamaContext | undefined;
     /** Threads for step batches; set after the measurement below (every thread until then). */
     let decodeThreads = threads;
+    /** With `auto`, keeps the choice right while serving (decode-thread-tuner.ts); the last step batch, being timed. */
+    let tuner: DecodeThreadTuner | null = null;
+    let timing: {threads: number; rows: number; at: number} | null = null;
+    let engine: LlamaEngine | undefined;
     const context = await model.createContext({
       sequences: opts.regions,
       contextSize,
@@ -176,14 +181,21 @@ export class LlamaEngine implements Engine {
       batching: {
         dispatchSchedule: "nextCycle",
         itemPrioritizationStrategy: ({items}) => {
+          const now = performance.now();
+          // Called again once the last dispatch is decoded and sampled: that interval is its time.
+          if (timing) tuner?.observe(timing.threads, timing.rows, now - timing.at);
+          timing = null;
           const queue = queuedDecodes(contextRef!);
-          const chosen = chooseBatch(items, queue, policy);
+          // A one-token item is evaluated at its sequence's next position (a queued step, or one a generating sequence will queue).
+          const alone = (seq: number) => aloneOnEveryThread(sequences[seq]?.nextTokenIndex ?? Infinity);
+          const chosen = chooseBatch(items, queue, policy, undefined, alone);
           if (chosen.length > 0) {
-            const ids = chosen.map((c) => queue[items.indexOf(c.item)]?.sequenceId ?? -1);
-            // An unknown sequence counts as long: one thread is always exact.
-            const lonePosition = Math.max(-1, ...loneSteps(ids).map((id) => sequences[id]?.nextTokenIndex ?? Infinity));
-            setNextBatchThreads(contextRef!, threadsForBatch({piece: chosen.some((c) => c.processAmount > STEP_TOKENS), lonePosition},
-              {prompt: threads, decode: decodeThreads}));
+            const piece = chosen.some((c) => c.processAmount > STEP_TOKENS);
+            const aloneStep = !piece && chosen.length === 1 && alone(queue[items.indexOf(chosen[0]!.item)]?.sequenceId ?? -1);
+            const stepBatch = !piece && !aloneStep;
+            const n = threadsForBatch({piece, aloneStep}, {prompt: threads, decode: stepBatch && tuner ? tuner.next() : decodeThreads});
+            setNextBatchThreads(contextRef!, n);
+            if (stepBatch && tuner) timing = {threads: n, rows: chosen.reduce((sum, c) => sum + c.processAmount, 0), at: now};
           }
           return chosen;
         },
@@ -201,11 +213,18 @@ export class LlamaEngine implements Engine {
       const choice = await measureDecodeThreads(sequences[0]!, model.tokenize(STEP_COST_TEXT) as number[], [1, threads], (n) => (decodeThreads = n));
       decodeThreads = choice.decode;
       opts.logger.info("decode threads", {chosen: choice.decode, step_ms: Object.entries(choice.measuredMs).map(([n, ms]) => `${n}:${ms.toFixed(2)}`).join(",")});
+      tuner = new DecodeThreadTuner([1, threads], decodeThreads, (change) => {
+        decodeThreads = change.to;
+        if (engine) engine.info.decodeThreads = change.to;
+        opts.logger.info("decode threads changed while serving", {from: change.from, to: change.to, rows: change.rows,
+          dispatch_ms: Object.entries(change.ms).map(([n, ms]) => `${n}:${ms.toFixed(2)}`).join(",")});
+      });
     }
     const speculation = await speculationAtLoad(opts, model, sequences[0]!);
     const reuseMatch = await reuseMatchAtLoad(opts, model, sequences[0]!, {prompt: threads, decode: decodeThreads});
-    return new LlamaEngine(llama, model, context, sequences, policy, opts, {prompt: threads, decode: decodeThreads},
+    engine = new LlamaEngine(llama, model, context, sequences, policy, opts, {prompt: threads, decode: decodeThreads},
       {llama: opts.llama === undefined, model: opts.model === undefined}, speculation, reuseMatch);
+    return engine;
   }
 
   tokenize(text: string, opts: {special: boolean}): number[] {

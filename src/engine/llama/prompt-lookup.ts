@@ -16,6 +16,7 @@
 // lookup right 86% of the time in the bench (one-token patterns: 27%).
 
 import {InputLookupTokenPredictor, TokenPredictor, type LlamaContextSequence, type Token} from "node-llama-cpp";
+import {aloneOnEveryThread} from "./decode-threads.ts";
 
 export type SpeculationMode = "auto" | "on" | "off";
 
@@ -59,7 +60,13 @@ export class LookupDrafter extends TokenPredictor {
   /** The engine-wide hit rate when the run started (the run's own shadows update the record as it goes). */
   private readonly prior: number;
 
-  constructor(private readonly policy: DraftPolicy, prompt: readonly number[], private readonly wanted: () => boolean) {
+  /**
+   * `position()` is where the next step's first row goes: drafts stop where a generated step goes alone
+   * (decode-threads.ts): a draft row makes that step two rows, and two rows never take the split path that a
+   * lone step takes there, so whether a draft was sent would change the numbers.
+   */
+  constructor(private readonly policy: DraftPolicy, prompt: readonly number[], private readonly wanted: () => boolean,
+    private readonly position: () => number) {
     super();
     this.prior = policy.record.rate();
     this.lookup.updateInputTokens(prompt as Token[]);
@@ -105,6 +112,7 @@ export class LookupDrafter extends TokenPredictor {
 
   private sendDraft(): boolean {
     if (!this.wanted()) return false; // the reply ends with this step: a draft could not be used
+    if (aloneOnEveryThread(this.position() + 1)) return false;
     if (this.policy.mode === "on") return true;
     if (this.policy.othersGenerating()) return false;
     return 1 + this.hitRate() > this.policy.stepCost;

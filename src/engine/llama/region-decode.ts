@@ -12,7 +12,7 @@ import type {DecodeEnd, DecodeJob, DecodeRun, DecodeStats, GrammarRef} from "../
 import {ContextOverflowError, neverShift} from "./context-overflow.ts";
 import type {GrammarConstraint} from "./grammar-constraint.ts";
 import {piecesFrom, type RegionMemory} from "../kv/region-memory.ts";
-import {MERGED_TILED_ROWS, mergeTiled} from "../kv/row-classes.ts";
+import {MERGED_TILED_ROWS, mergeTiled, SPLIT_ROW_FROM} from "../kv/row-classes.ts";
 import {scoredGeneration} from "./scored-decode.ts";
 import {attachTokenPredictor, detachTokenPredictor} from "./internals.ts";
 import {LookupDrafter, type DraftPolicy} from "./prompt-lookup.ts";
@@ -107,6 +107,7 @@ export async function* runOnRegion(seq: LlamaContextSequence, job: DecodeJob, st
   const reuse = hooks.reused;
   if (seq.nextTokenIndex !== reuse) throw new Error(`region holds ${seq.nextTokenIndex} tokens but was prepared for ${reuse}`);
   stats.cachedTokens = reuse;
+  memory.decodedExactTo = undefined;
 
   const pieces = piecesFrom(job.plan.cuts, reuse);
   const last = pieces.pop()!;
@@ -166,7 +167,7 @@ export async function* runOnRegion(seq: LlamaContextSequence, job: DecodeJob, st
   const generated: Token[] = [];
   const drafter = hooks.drafts && !grammar
     // A draft is worth a row only while at least two more tokens are wanted: this step's and the draft's.
-    ? new LookupDrafter(hooks.drafts, prompt, () => generated.length + 2 <= job.maxTokens)
+    ? new LookupDrafter(hooks.drafts, prompt, () => generated.length + 2 <= job.maxTokens, () => seq.nextTokenIndex)
     : null;
   const predictionsBefore = seq.tokenPredictions;
   if (drafter) attachTokenPredictor(seq, drafter);
@@ -208,6 +209,9 @@ export async function* runOnRegion(seq: LlamaContextSequence, job: DecodeJob, st
         // Never past the fitted budget: the region has room for exactly that many generated tokens.
         if (emitted.length === 0 || generated.length + emitted.length > job.maxTokens) break;
         replacement = emitted as Token[];
+        // Evaluated as one piece from the replaced token's place: its rows are "row" rows, not split ones.
+        const at = prompt.length + generated.length;
+        if (emitted.length > 1 && at + emitted.length > SPLIT_ROW_FROM) memory.decodedExactTo ??= Math.max(at, SPLIT_ROW_FROM);
       }
       if (action?.bind && grammar) {
         for (const t of emitted.slice(0, emitted.length - (action.bind.accept?.length ?? 0))) grammar.current?.accept(t);

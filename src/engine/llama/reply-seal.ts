@@ -59,7 +59,8 @@ export async function evaluateReply(r: {seq: LlamaContextSequence; memory: Regio
 /**
  * Reuse matched by row class (kv/row-classes.ts): a decoded reply needs no seal. Records the tokens the
  * sequence really holds (the last sampled token was never evaluated; anything the library left past what
- * was emitted is erased) as one-row pieces, which is how they were computed.
+ * was emitted is erased) as one-row pieces, which is how they were computed (up to a replacement that was not:
+ * RegionMemory.decodedExactTo). Their classes follow from that (kv/row-classes.ts, rowClass).
  */
 export async function recordDecodedReply(r: {seq: LlamaContextSequence; memory: RegionMemory}, promptLength: number): Promise<void> {
   const held = r.seq.contextTokens;
@@ -67,6 +68,8 @@ export async function recordDecodedReply(r: {seq: LlamaContextSequence; memory: 
   if (exact < promptLength) throw new Error(`the region holds ${exact} of the prompt's ${promptLength} tokens`);
   if (held.length > exact) await r.seq.eraseContextTokenRanges([{start: exact, end: held.length}]);
   r.memory.tokens = r.memory.tokens.slice(0, exact);
-  for (let c = promptLength + 1; c <= exact; c++) r.memory.cuts.push(c);
+  const to = Math.min(exact, r.memory.decodedExactTo ?? exact);
+  r.memory.decodedExactTo = undefined;
+  for (let c = promptLength + 1; c <= to; c++) r.memory.cuts.push(c);
   r.memory.replyStart = promptLength;
 }

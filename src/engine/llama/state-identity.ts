@@ -14,13 +14,15 @@ export async function modelIdentity(modelPath: string, sha256: string | null): P
 }
 
 export async function stateIdentity(modelPath: string, sha256: string | null, contextSize: number, flashAttention: boolean,
-  build: EngineBuild = "prebuilt"): Promise<StateIdentity> {
+  build: EngineBuild = "prebuilt", threads = 1): Promise<StateIdentity> {
   return {
     model: await modelIdentity(modelPath, sha256),
     engine: engineIdentity(build),
     // SVC_FLASH_ATTENTION; a state written with flash attention on has its V transposed differently (and
     // its numbers differ, so a resumed reply would not be the one a cold run gives).
-    kv: `f16/f16, flash attention ${flashAttention ? "on" : "off"}`,
+    // SVC_THREADS: a one-row evaluation far into a region runs on every thread and takes attention's split path,
+    // whose rounding depends on the thread count (kv/row-classes.ts, "split" rows); a reply's decoded rows are such.
+    kv: `f16/f16, flash attention ${flashAttention ? "on" : "off"}, split rows on ${threads} threads`,
     positions_per_region: String(contextSize),
   };
 }
