@@ -8,8 +8,9 @@
 // decode tok/s and time to first token; (b) 4 concurrent streams, 16 requests: aggregate tok/s, TTFT p50/p95;
 // (c) agentic: 3 conversations at once, 5 turns each, a ~2,400-token shared system prompt, 48-token replies,
 // cold then warm: wall time and follow-up TTFT; (d) a JSON schema against free text; (e) the library alone;
-// (f) svc's decode rate while a side model (embeddings) is kept busy; (h) the agentic workload alone and beside a
-// busy process on one core, each server's ratio of the two. Long prompts: bench/long-prompts.ts.
+// (f) svc's decode rate while a side model (embeddings) is kept busy; (g) long prompts (2k, 4k, 8k, 16k tokens; 2k
+// and 8k quick): cold prefill, decode after the prompt, the follow-up's wall (bench/long-prompts.ts on its own);
+// (h) the agentic workload alone and beside a busy process on one core, each server's ratio of the two.
 
 import {spawn} from "node:child_process";
 import {availableParallelism, homedir} from "node:os";
@@ -20,11 +21,12 @@ import {createLogger} from "../src/observability/log.ts";
 import {ensureLlamaServer} from "../support/llama-server/build.ts";
 import {aggregateTps, chatOnceDecodeTps, decodeTps, median, percentile, streamChat, ttftMs, type ChatBody, type Stream} from "./llama-server/client.ts";
 import {libraryDecode} from "./llama-server/library.ts";
+import {runLongPrompts} from "./llama-server/long-prompts-run.ts";
 import {startLlamaServer, startSvc, type Server, type Shape} from "../support/llama-server/servers.ts";
 
 const QUICK = process.env.BENCH_QUICK === "1";
-/** BENCH_ONLY=a,b,c,d,f,h runs only those workloads (all by default). */
-const ONLY = new Set((process.env.BENCH_ONLY ?? "a,b,c,d,f,h").split(","));
+/** BENCH_ONLY=a,b,c,d,f,g,h runs only those workloads (all by default). */
+const ONLY = new Set((process.env.BENCH_ONLY ?? "a,b,c,d,f,g,h").split(","));
 const ROUNDS = QUICK ? 1 : 3;
 const SYSTEM = "You are a helpful assistant. Answer the user's request in full.";
 const TOPICS = ["a lighthouse keeper who finds a map", "a young dragon afraid of flying", "a robot that learns to bake bread", "two sisters crossing a desert",
@@ -267,6 +269,20 @@ async function main(): Promise<void> {
       rows.push({label: "(f) svc decode, embeddings busy / alone", svc: shared / alone, llama: NaN, unit: "x"});
     } finally {
       await side.stop();
+    }
+  }
+
+  // (g) long prompts: cold prefill, decode after the prompt and the follow-up's wall, each server alone on the cores
+  if (ONLY.has("g")) {
+    const lengths = QUICK ? [2000, 8000] : [2000, 4000, 8000, 16000];
+    const long = await runLongPrompts({gguf, threads: shape.threads, regions: shape.regions, lengths, llamaServer: build.binary, say});
+    for (const length of lengths) {
+      const a = long.get("svc")!.get(length)!;
+      const b = long.get("llama-server")!.get(length)!;
+      const n = a.cold.promptTokens;
+      rows.push({label: `(g) ${n}-token prompt: cold prefill tok/s`, svc: a.cold.prefillTps, llama: b.cold.prefillTps, unit: "tok/s"});
+      rows.push({label: `(g) ${n}-token prompt: decode after it tok/s`, svc: a.cold.decodeTps, llama: b.cold.decodeTps, unit: "tok/s"});
+      rows.push({label: `(g) ${n}-token prompt: follow-up wall`, svc: a.follow.wallS, llama: b.follow.wallS, unit: "s"});
     }
   }
 
