@@ -77,8 +77,8 @@ export type Span = readonly [number, number];
  * decoded one row at a time); every other stretch is evaluated row by row. Tiled stretches go in pieces of
  * `piece` rows (a remainder under TILED_ROWS joins the last piece, so pieces run up to piece + 63 rows);
  * consecutive row stretches are merged into pieces under TILED_ROWS, except that a reply's rows from
- * SPLIT_ROW_FROM on are pieces of one row each ("split" rows, as they were decoded). A stretch's class depends on nothing
- * after it, so a prompt that continues this one (after a reply) gets the same classes up to where it
+ * SPLIT_ROW_FROM on are pieces of one row each ("split" rows, as they were decoded). A stretch's class depends
+ * on nothing after it, so a prompt that continues this one (after a reply) gets the same classes up to where it
  * continues; and the last stretch of a chat prompt (the reply header) is never tiled, so the same prompt
  * again, or one that differs only in its last message, resumes right where it differs.
  */

@@ -13,8 +13,8 @@
 // piece on its own, whole. Pieces and steps alternate so neither starves; pieces rotate across sequences.
 // A speculative step (the token just generated plus a prompt-lookup draft, see prompt-lookup.ts) has two
 // tokens and goes as a piece: split_equal would otherwise cut it beside other sequences' steps.
-// One exception to "every step together": a generated token's step far into its region (decode-threads.ts,
-// generatedStepAlone) goes in a dispatch of its own, on every thread, whoever else is generating, so that its
+// One exception to "every step together": a one-token evaluation far into its region (decode-threads.ts,
+// aloneOnEveryThread) goes in a dispatch of its own, on every thread, whoever else is generating, so that its
 // numbers never depend on the company it kept. Such steps take turns with the batch of the other steps.
 
 import type {BatchItem, PrioritizedBatchItem} from "node-llama-cpp";
@@ -50,7 +50,9 @@ export function newBatchPolicyState(): BatchPolicyState {
  */
 export function chooseBatch(items: readonly BatchItem[], queue: readonly QueuedDecodeView[], state: BatchPolicyState,
   now: () => number = () => performance.now(), alone: (seq: number) => boolean = () => false): PrioritizedBatchItem[] {
-  if (queue.length !== items.length) throw new Error(`batch strategy: ${items.length} items but ${queue.length} queued decodes (node-llama-cpp internals changed?)`);
+  if (queue.length !== items.length) {
+    throw new Error(`batch strategy: ${items.length} items but ${queue.length} queued decodes (node-llama-cpp internals changed?)`);
+  }
   const steps: {item: BatchItem; seq: number}[] = [];
   const pieces: {item: BatchItem; seq: number}[] = [];
   const at = now();

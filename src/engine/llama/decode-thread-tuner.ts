@@ -33,16 +33,17 @@ export class DecodeThreadTuner {
   /** `${threads}:${rows}` → recent dispatch times (ms). */
   private readonly samples = new Map<string, number[]>();
 
-  constructor(private readonly candidates: readonly [number, number], initial: number, private readonly onSwitch: (s: TunerSwitch) => void = () => {}) {
+  constructor(private readonly candidates: readonly [number, number], initial: number,
+    private readonly onSwitch: (s: TunerSwitch) => void = () => {}) {
     this.current = initial;
   }
 
-  /** The count chosen now (what /health reports). */
+  /** The count chosen now (onSwitch keeps the engine's info, which /health reports, in step). */
   get chosen(): number {
     return this.current;
   }
 
-  /** Threads for the next batch of `rows` steps: the chosen count, or the other one during a trial. */
+  /** Threads for the next batch of steps: the chosen count, or the other one during a trial. */
   next(): number {
     if (this.candidates[0] === this.candidates[1]) return this.current;
     if (this.trialLeft > 0) {

@@ -12,12 +12,12 @@ import {exactLength} from "../kv/region-memory.ts";
 import {contextPositions, type ContextAsk} from "../context-plan.ts";
 import {EngineCancelledError} from "../errors.ts";
 import {RegionQueue} from "../region-queue.ts";
-import {chooseBatch, newBatchPolicyState, type BatchPolicyState} from "./batch-strategy.ts";
-import {acceptGrammarToken, isEndOfGeneration, PINNED_NODE_LLAMA_CPP, queuedDecodes, sequenceIdOf, setNextBatchThreads} from "./internals.ts";
+import type {BatchPolicyState} from "./batch-strategy.ts";
+import {acceptGrammarToken, isEndOfGeneration, PINNED_NODE_LLAMA_CPP, sequenceIdOf} from "./internals.ts";
 import {llamaBuildOptions, type EngineBuild} from "./engine-build.ts";
 import {keepBuilds, restoreBuilds} from "./engine-build-store.ts";
-import {DecodeThreadTuner} from "./decode-thread-tuner.ts";
-import {aloneOnEveryThread, measureDecodeThreads, STEP_TOKENS, threadsForBatch} from "./decode-threads.ts";
+import {measureDecodeThreads} from "./decode-threads.ts";
+import {Dispatcher} from "./dispatch.ts";
 import {reuseMatchAtLoad, speculationAtLoad, STEP_COST_TEXT} from "./load-measures.ts";
 import {modelFacts} from "./model-facts.ts";
 import type {CutPlan} from "../kv/region-memory.ts";
@@ -160,13 +160,7 @@ export class LlamaEngine implements Engine {
     }
     const model = opts.model ?? await llama.loadModel({modelPath: opts.modelPath, useMmap: true, defaultContextFlashAttention: opts.flashAttention});
     const contextSize = contextPositions({positions: opts.contextSize, pastTraining: opts.pastTraining ?? "clamp"}, model.trainContextSize);
-    const policy = newBatchPolicyState();
-    let contextRef: LlamaContext | undefined;
-    /** Threads for step batches; set after the measurement below (every thread until then). */
-    let decodeThreads = threads;
-    /** With `auto`, keeps the choice right while serving (decode-thread-tuner.ts); the last step batch, being timed. */
-    let tuner: DecodeThreadTuner | null = null;
-    let timing: {threads: number; rows: number; at: number} | null = null;
+    const dispatcher = new Dispatcher(threads);
     let engine: LlamaEngine | undefined;
     const context = await model.createContext({
       sequences: opts.regions,
@@ -180,49 +174,31 @@ export class LlamaEngine implements Engine {
       failedCreationRemedy: false,
       batching: {
         dispatchSchedule: "nextCycle",
-        itemPrioritizationStrategy: ({items}) => {
-          const now = performance.now();
-          // Called again once the last dispatch is decoded and sampled: that interval is its time.
-          if (timing) tuner?.observe(timing.threads, timing.rows, now - timing.at);
-          timing = null;
-          const queue = queuedDecodes(contextRef!);
-          // A one-token item is evaluated at its sequence's next position (a queued step, or one a generating sequence will queue).
-          const alone = (seq: number) => aloneOnEveryThread(sequences[seq]?.nextTokenIndex ?? Infinity);
-          const chosen = chooseBatch(items, queue, policy, undefined, alone);
-          if (chosen.length > 0) {
-            const piece = chosen.some((c) => c.processAmount > STEP_TOKENS);
-            const aloneStep = !piece && chosen.length === 1 && alone(queue[items.indexOf(chosen[0]!.item)]?.sequenceId ?? -1);
-            const stepBatch = !piece && !aloneStep;
-            const n = threadsForBatch({piece, aloneStep}, {prompt: threads, decode: stepBatch && tuner ? tuner.next() : decodeThreads});
-            setNextBatchThreads(contextRef!, n);
-            if (stepBatch && tuner) timing = {threads: n, rows: chosen.reduce((sum, c) => sum + c.processAmount, 0), at: now};
-          }
-          return chosen;
-        },
+        itemPrioritizationStrategy: ({items}) => dispatcher.prioritize(items),
       },
     });
-    contextRef = context;
     const sequences: LlamaContextSequence[] = [];
     for (let i = 0; i < opts.regions; i++) sequences.push(context.getSequence());
+    dispatcher.attach(context, sequences);
     // Regions must be sequence ids 0..N-1 in order, or "lowest free region" would not mean "lowest id".
     sequences.forEach((s, i) => {
       if (sequenceIdOf(s) !== i) throw new Error(`region ${i} got sequence id ${sequenceIdOf(s)}`);
     });
-    if (typeof opts.decodeThreads === "number") decodeThreads = opts.decodeThreads;
+    if (typeof opts.decodeThreads === "number") dispatcher.decodeThreads = opts.decodeThreads;
     else if (opts.decodeThreads === "auto" && threads > 1) {
-      const choice = await measureDecodeThreads(sequences[0]!, model.tokenize(STEP_COST_TEXT) as number[], [1, threads], (n) => (decodeThreads = n));
-      decodeThreads = choice.decode;
-      opts.logger.info("decode threads", {chosen: choice.decode, step_ms: Object.entries(choice.measuredMs).map(([n, ms]) => `${n}:${ms.toFixed(2)}`).join(",")});
-      tuner = new DecodeThreadTuner([1, threads], decodeThreads, (change) => {
-        decodeThreads = change.to;
+      const choice = await measureDecodeThreads(sequences[0]!, model.tokenize(STEP_COST_TEXT) as number[], [1, threads],
+        (n) => (dispatcher.decodeThreads = n));
+      dispatcher.decodeThreads = choice.decode;
+      opts.logger.info("decode threads", {chosen: choice.decode, step_ms: msByThreads(choice.measuredMs)});
+      dispatcher.tune((change) => {
         if (engine) engine.info.decodeThreads = change.to;
         opts.logger.info("decode threads changed while serving", {from: change.from, to: change.to, rows: change.rows,
-          dispatch_ms: Object.entries(change.ms).map(([n, ms]) => `${n}:${ms.toFixed(2)}`).join(",")});
+          dispatch_ms: msByThreads(change.ms)});
       });
     }
     const speculation = await speculationAtLoad(opts, model, sequences[0]!);
-    const reuseMatch = await reuseMatchAtLoad(opts, model, sequences[0]!, {prompt: threads, decode: decodeThreads});
-    engine = new LlamaEngine(llama, model, context, sequences, policy, opts, {prompt: threads, decode: decodeThreads},
+    const reuseMatch = await reuseMatchAtLoad(opts, model, sequences[0]!, {prompt: threads, decode: dispatcher.decodeThreads});
+    engine = new LlamaEngine(llama, model, context, sequences, dispatcher.policy, opts, {prompt: threads, decode: dispatcher.decodeThreads},
       {llama: opts.llama === undefined, model: opts.model === undefined}, speculation, reuseMatch);
     return engine;
   }
@@ -396,3 +372,8 @@ function speculates(job: DecodeJob): boolean {
 
 const NO_DISK: DiskReport = {enabled: false, dir: null, bytes: 0, budget_bytes: 0, entries: 0, hits: 0, writes: 0, rejected: 0, cut_back: 0,
   disabled_reason: "SVC_CACHE_DIR is not set"};
+
+/** "1:24.46,2:62.00": times by thread count, for the log. */
+function msByThreads(ms: Record<number, number>): string {
+  return Object.entries(ms).map(([n, t]) => `${n}:${t.toFixed(2)}`).join(",");
+}
