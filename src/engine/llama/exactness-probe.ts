@@ -29,8 +29,8 @@ export interface ExactnessProbe {
  * rows in one piece of TILED_ROWS - 1 (so a tiling threshold other than TILED_ROWS, either way, shows as a
  * difference too). Second, TILED_ROWS pieces against one piece as large as the engine merges them
  * (MERGED_TILED_ROWS, region-decode.ts): a pair of its own, so that it fits the smallest region (256 positions), and
- * so that no one-token step lies past 256 positions, where a lone row on two threads takes flash attention's split
- * path (the engine runs those on one thread: decode-threads.ts).
+ * so that no one-token step lies at or past SPLIT_ROW_FROM, where a lone row is a "split" row of its own
+ * (kv/row-classes.ts), which the rule does not equate with any other.
  */
 const PAIRS: readonly (readonly [readonly number[], readonly number[]])[] = [
   [[TILED_ROWS, TILED_ROWS, 1, 1, 1, 1, 3, TILED_ROWS - 5], [2 * TILED_ROWS, 3, TILED_ROWS - 1]],
