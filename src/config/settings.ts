@@ -130,7 +130,14 @@ export const SETTINGS = {
     rule: "must be an integer from 1 to 1024", doc: "Threads for the engine."}),
   decodeThreads: s<"auto" | number>({name: "SVC_DECODE_THREADS", shown: "`auto`", fallback: () => "auto" as const,
     parse: (raw) => (raw.trim() === "auto" ? "auto" as const : int(1, 1024)(raw)), rule: "must be auto or an integer from 1 to 1024",
-    doc: "Threads for batches of decode steps (prompt pieces use `SVC_THREADS`). `auto` times a decode step at start on one thread and on `SVC_THREADS` and keeps the faster, then keeps timing batched steps while serving and tries the other count every 96 batches, so a choice made while the machine was busy does not stay (the start log says `decode threads`, a change `decode threads changed while serving`; the prebuilt engine starts a fresh worker pool for every decode; on 2 cores here two threads win with `UV_THREADPOOL_SIZE=1`, 7.3 against 11.6 ms a step, and lose without it). A one-token evaluation at or past position 240 of its region always goes alone on `SVC_THREADS` threads, as llama-server runs a lone stream: llama.cpp's attention rounds such a row by thread count, so it never joins a batch. Greedy output does not depend on this setting."}),
+    doc: "Threads for batches of decode steps (prompt pieces use `SVC_THREADS`). `auto` times a decode step at start on " +
+      "one thread and on `SVC_THREADS` and keeps the faster, then keeps timing batched steps while serving and tries " +
+      "the other count every 96 batches, so a choice made while the machine was busy does not stay (the start log " +
+      "says `decode threads`, a change `decode threads changed while serving`; the prebuilt engine starts a fresh " +
+      "worker pool for every decode; on 2 cores here two threads win with `UV_THREADPOOL_SIZE=1`, 7.3 against 11.6 ms " +
+      "a step, and lose without it). A one-token evaluation at or past position 240 of its region always goes alone " +
+      "on `SVC_THREADS` threads, as llama-server runs a lone stream: llama.cpp's attention rounds such a row by " +
+      "thread count, so it never joins a batch. Greedy output does not depend on this setting."}),
   engine: s<string[] | undefined>({name: "SVC_ENGINE", shown: "unset (in-process engine)", fallback: () => undefined, parse: engineUrls,
     rule: "must be a comma-separated list of distinct http:// or https:// engine server URLs (e.g. http://10.0.0.5:8080,http://10.0.0.6:8080)",
     doc: "Remote engine replicas instead of the in-process engine: llama-server instances serving the same GGUF as `SVC_MODEL` (whose vocabulary svc reads, without loading the weights). svc keeps the dialects, templates, grammars, tools and reasoning split, sends token ids, routes each request to the replica that holds the longest prefix of its prompt, polls each replica's `/health` and takes dead ones out. An unreachable replica, or one whose tokenizer or chat template differs, stops the start. Named sessions (`SVC_FORK`) stay on the replica that served them. See Remote engines."}),

@@ -128,7 +128,8 @@ export class LlamaEngine implements Engine {
       speculation,
       reuseMatch,
     };
-    this.pool = new RegionPool(sequences, this.queue, {piece: opts.promptPiece, match: reuseMatch.match, cacheOn: opts.promptCache, positionsPerRegion: context.contextSize,
+    this.pool = new RegionPool(sequences, this.queue, {piece: opts.promptPiece, match: reuseMatch.match, cacheOn: opts.promptCache,
+      positionsPerRegion: context.contextSize,
       bytesPerPosition: Math.round(context.stateSize / Math.max(1, sequences.length * context.contextSize)), disk: this.disk, logger: opts.logger});
   }
 

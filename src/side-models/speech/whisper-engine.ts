@@ -126,7 +126,8 @@ export class WhisperEngine {
   private describeExit(code: number | null, signal: NodeJS.Signals | null): string {
     const last = this.stderrTail.filter((l) => !/^whisper_|^ggml_|^load_/.test(l)).slice(-3).join(" | ");
     if (signal === "SIGILL") {
-      return "it was killed by SIGILL: the prebuilt @napi-rs/whisper binary used a CPU instruction this machine lacks (it holds AVX-512 code); name no speech model in SVC_NPU_MODELS on this machine";
+      return "it was killed by SIGILL: the prebuilt @napi-rs/whisper binary used a CPU instruction this machine lacks " +
+        "(it holds AVX-512 code); name no speech model in SVC_NPU_MODELS on this machine";
     }
     return `${signal ? `killed by ${signal}` : `exit code ${code}`}${last ? ` (${last})` : ""}`;
   }
