@@ -12,7 +12,7 @@ import {availableParallelism, homedir} from "node:os";
 import {join} from "node:path";
 import {after, before, describe, test} from "node:test";
 import {getLlama, type Llama, type LlamaModel} from "node-llama-cpp";
-import {probeExactness, PROBE_TOKENS} from "../../src/engine/llama/exactness-probe.ts";
+import {probeExactness, probeTokens} from "../../src/engine/llama/exactness-probe.ts";
 import {MERGED_TILED_ROWS} from "../../src/engine/kv/row-classes.ts";
 import {DEFAULT_MAIN_MODEL_SPEC} from "../../src/models/known-files.ts";
 import {resolveModel} from "../../src/models/resolve.ts";
@@ -34,8 +34,8 @@ async function probe(model: LlamaModel, flashAttention: boolean) {
   const ctx = await model.createContext({contextSize: 512, batchSize: MERGED_TILED_ROWS, flashAttention, threads: {ideal: Math.min(2, availableParallelism()), min: 1}});
   try {
     const text = model.tokenize("The quick brown fox jumps over the lazy dog while the river keeps running to the sea.");
-    const tokens = Array.from({length: PROBE_TOKENS}, (_, i) => text[i % text.length]!);
-    return await probeExactness(ctx.getSequence(), tokens);
+    const tokens = Array.from({length: probeTokens(MERGED_TILED_ROWS)}, (_, i) => text[i % text.length]!);
+    return await probeExactness(ctx.getSequence(), tokens, MERGED_TILED_ROWS);
   } finally {
     await ctx.dispose();
   }
@@ -66,7 +66,7 @@ describe("exactness probe", () => {
   test("too few tokens is refused, not probed on a shorter layout", async () => {
     const ctx = await testModel.createContext({contextSize: 512, batchSize: MERGED_TILED_ROWS});
     try {
-      await assert.rejects(probeExactness(ctx.getSequence(), [1, 2, 3]), new RegExp(`needs ${PROBE_TOKENS} tokens`));
+      await assert.rejects(probeExactness(ctx.getSequence(), [1, 2, 3], MERGED_TILED_ROWS), new RegExp(`needs ${probeTokens(MERGED_TILED_ROWS)} tokens`));
     } finally {
       await ctx.dispose();
     }

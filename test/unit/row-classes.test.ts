@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
 import {exactLength, reusable} from "../../src/engine/kv/region-memory.ts";
-import {MERGED_TILED_ROWS, mergeTiled, planByRows, resumeAt, reusableByRows, rowClass, SPLIT_ROW_FROM, TILED_ROWS}
+import {MERGED_TILED_ROWS, mergedRowsFor, mergeTiled, planByRows, resumeAt, reusableByRows, rowClass, SPLIT_ROW_FROM, TILED_ROWS}
   from "../../src/engine/kv/row-classes.ts";
 
 const seq = (n: number, from = 0) => Array.from({length: n}, (_, i) => from + i);
@@ -164,15 +164,26 @@ describe("resumeAt", () => {
   });
 });
 
+describe("mergedRowsFor", () => {
+  test("512 rows where the region holds them, else the largest power-of-two tile count that fits", () => {
+    assert.equal(MERGED_TILED_ROWS, 512);
+    assert.equal(mergedRowsFor(8192), 512);
+    assert.equal(mergedRowsFor(512), 512);
+    assert.equal(mergedRowsFor(511), 256);
+    assert.equal(mergedRowsFor(256), 256, "the smallest region SVC_CTX_SIZE allows");
+  });
+});
+
 describe("mergeTiled", () => {
   const spans = (cuts: number[], from = 0) => cuts.map((c, i) => [i > 0 ? cuts[i - 1]! : from, c] as [number, number]);
   test("consecutive tiled pieces go together up to the row limit; every merged piece is still tiled", () => {
     const plan = planByRows(700, rs([]), 64);
-    assert.equal(mergeTiled(spans(plan), MERGED_TILED_ROWS), 4, "4 x 64 = 256 rows");
+    assert.equal(mergeTiled(spans(plan), MERGED_TILED_ROWS), 8, "8 x 64 = 512 rows");
+    assert.equal(mergeTiled(spans(plan), 256), 4, "4 x 64 = 256 rows");
     assert.equal(mergeTiled(spans(plan), 200), 3);
     assert.equal(mergeTiled(spans(plan), 64), 1, "a limit of one piece merges nothing");
     assert.equal(mergeTiled(spans(plan), 10), 1, "the first piece always goes, whatever the limit");
-    assert.equal(mergeTiled(spans([64, 128, 192, 319]), MERGED_TILED_ROWS), 3, "a 127-row piece would pass 256 rows: left for the next evaluation");
+    assert.equal(mergeTiled(spans([64, 128, 192, 319]), 256), 3, "a 127-row piece would pass 256 rows: left for the next evaluation");
   });
   test("row pieces are never merged, and a tiled run stops at the first row piece", () => {
     assert.equal(mergeTiled(spans([40, 80, 120]), MERGED_TILED_ROWS), 1, "40 + 40 rows would be tiled together");

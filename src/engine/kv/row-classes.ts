@@ -27,10 +27,23 @@ export const TILED_ROWS = 64;
 /**
  * Most rows one evaluation takes when consecutive tiled pieces of a plan are evaluated together (mergeTiled). Merged,
  * every row is still tiled, so its numbers are the plan's; the engine's exactness probe checks a piece this size
- * against the same rows in TILED_ROWS pieces. 256 rows evaluated about 1.2x faster than 64-row pieces on SmolLM2
- * at 4,900 tokens (bench:long-prompts: 228 against 186 tok/s; llama-server 230 in its 512-row micro-batches).
+ * (mergedRowsFor) against the same rows in TILED_ROWS pieces.
+ *
+ * Why 512, measured in the kernel (ggml-cpu/ops.cpp, the tiled flash-attention path): an evaluation's rows x heads
+ * are cut into 4 chunks per thread, a chunk into tiles of at most 64 query rows that stop at the chunk's and the
+ * head's end, and every tile, full or not, multiplies 64 rows against all the keys. So with SmolLM2's 9 heads on 2
+ * threads a 64-row evaluation does 16 tiles of work for 9 tiles of rows (78% waste), 128 rows 33%, 256 rows 11%,
+ * 512 rows none (llama-server's micro-batch). Far into a context that work is most of a prompt's cost: at 16k tokens
+ * svc prefilled at 0.72-0.75x llama-server's rate while it merged 128 or 256 rows.
  */
-export const MERGED_TILED_ROWS = 4 * TILED_ROWS;
+export const MERGED_TILED_ROWS = 8 * TILED_ROWS;
+
+/** The merge size for regions of `positions` (at least 256): MERGED_TILED_ROWS, or the largest power-of-two tile count that fits. */
+export function mergedRowsFor(positions: number): number {
+  let rows = MERGED_TILED_ROWS;
+  while (rows > TILED_ROWS && rows > positions) rows /= 2;
+  return rows;
+}
 
 /**
  * How many of `pieces` (from the first) one evaluation may take together: consecutive tiled pieces (each of

@@ -13,7 +13,7 @@ import {mkdir, mkdtemp, readFile, rename, rm, writeFile} from "node:fs/promises"
 import {tmpdir} from "node:os";
 import {join} from "node:path";
 import type {LlamaContextSequence, Token} from "node-llama-cpp";
-import {MERGED_TILED_ROWS, TILED_ROWS} from "../kv/row-classes.ts";
+import {TILED_ROWS} from "../kv/row-classes.ts";
 
 export interface ExactnessProbe {
   /** "rows" when the two layouts gave the same state bytes. */
@@ -27,27 +27,32 @@ export interface ExactnessProbe {
  * Pairs of layouts the rule says are equivalent (piece sizes in order, each pair over the same tokens from position
  * 0). First, a tiled run of two pieces against one, then a run as one-token steps and small pieces against the same
  * rows in one piece of TILED_ROWS - 1 (so a tiling threshold other than TILED_ROWS, either way, shows as a
- * difference too). Second, TILED_ROWS pieces against one piece as large as the engine merges them
- * (MERGED_TILED_ROWS, region-decode.ts): a pair of its own, so that it fits the smallest region (256 positions), and
- * so that no one-token step lies at or past SPLIT_ROW_FROM, where a lone row is a "split" row of its own
- * (kv/row-classes.ts), which the rule does not equate with any other.
+ * difference too). Second, TILED_ROWS pieces against one piece as large as the engine merges them (`mergedRows`,
+ * kv/row-classes.ts mergedRowsFor): a pair of its own, so that it fits the region, and so that no one-token step
+ * lies at or past SPLIT_ROW_FROM, where a lone row is a "split" row of its own (kv/row-classes.ts), which the rule
+ * does not equate with any other.
  */
-const PAIRS: readonly (readonly [readonly number[], readonly number[]])[] = [
-  [[TILED_ROWS, TILED_ROWS, 1, 1, 1, 1, 3, TILED_ROWS - 5], [2 * TILED_ROWS, 3, TILED_ROWS - 1]],
-  [Array<number>(MERGED_TILED_ROWS / TILED_ROWS).fill(TILED_ROWS), [MERGED_TILED_ROWS]],
-];
+export function probePairs(mergedRows: number): (readonly [readonly number[], readonly number[]])[] {
+  return [
+    [[TILED_ROWS, TILED_ROWS, 1, 1, 1, 1, 3, TILED_ROWS - 5], [2 * TILED_ROWS, 3, TILED_ROWS - 1]],
+    [Array<number>(mergedRows / TILED_ROWS).fill(TILED_ROWS), [mergedRows]],
+  ];
+}
 
 /** Tokens the probe needs (the longest layout's). */
-export const PROBE_TOKENS = Math.max(...PAIRS.flat().map((layout) => layout.reduce((a, b) => a + b, 0)));
+export function probeTokens(mergedRows: number): number {
+  return Math.max(...probePairs(mergedRows).flat().map((layout) => layout.reduce((a, b) => a + b, 0)));
+}
 
 /**
- * Runs the probe in `seq` (emptied before and after). `tokens` must hold at least PROBE_TOKENS tokens; the
- * context's batch must take MERGED_TILED_ROWS rows at once. One-token pieces go through the engine's batching as
+ * Runs the probe in `seq` (emptied before and after). `tokens` must hold at least probeTokens(mergedRows) tokens;
+ * the context's batch must take `mergedRows` rows at once. One-token pieces go through the engine's batching as
  * decode steps do.
  */
-export async function probeExactness(seq: LlamaContextSequence, tokens: readonly number[]): Promise<ExactnessProbe> {
+export async function probeExactness(seq: LlamaContextSequence, tokens: readonly number[], mergedRows: number): Promise<ExactnessProbe> {
   const started = performance.now();
-  if (tokens.length < PROBE_TOKENS) throw new Error(`the exactness probe needs ${PROBE_TOKENS} tokens, got ${tokens.length}`);
+  const needed = probeTokens(mergedRows);
+  if (tokens.length < needed) throw new Error(`the exactness probe needs ${needed} tokens, got ${tokens.length}`);
   const dir = await mkdtemp(join(tmpdir(), "svc-probe-"));
   const state = async (layout: readonly number[]): Promise<Buffer> => {
     await seq.clearHistory();
@@ -61,7 +66,7 @@ export async function probeExactness(seq: LlamaContextSequence, tokens: readonly
     return readFile(path);
   };
   try {
-    for (const [first, second] of PAIRS) {
+    for (const [first, second] of probePairs(mergedRows)) {
       const a = await state(first);
       const b = await state(second);
       if (a.equals(b)) continue;
@@ -81,10 +86,10 @@ export async function probeExactness(seq: LlamaContextSequence, tokens: readonly
  * cannot be read or does not hold a verdict is ignored and probed again; a failed write only costs the next
  * start a probe.
  */
-export async function cachedProbe(store: {dir: string; key: unknown} | null, run: () => Promise<ExactnessProbe>):
+export async function cachedProbe(store: {dir: string; key: unknown} | null, mergedRows: number, run: () => Promise<ExactnessProbe>):
   Promise<ExactnessProbe & {cached: boolean}> {
   if (!store) return {...(await run()), cached: false};
-  const hash = createHash("sha256").update(JSON.stringify({key: store.key, layouts: PAIRS})).digest("hex").slice(0, 32);
+  const hash = createHash("sha256").update(JSON.stringify({key: store.key, layouts: probePairs(mergedRows)})).digest("hex").slice(0, 32);
   const file = join(store.dir, `exactness-${hash}.json`);
   try {
     const held = JSON.parse(await readFile(file, "utf8")) as Partial<ExactnessProbe>;

@@ -21,7 +21,7 @@ import {Dispatcher} from "./dispatch.ts";
 import {reuseMatchAtLoad, speculationAtLoad, STEP_COST_TEXT} from "./load-measures.ts";
 import {modelFacts} from "./model-facts.ts";
 import type {CutPlan} from "../kv/region-memory.ts";
-import {MERGED_TILED_ROWS, TILED_ROWS, type Span} from "../kv/row-classes.ts";
+import {MERGED_TILED_ROWS, mergedRowsFor, TILED_ROWS, type Span} from "../kv/row-classes.ts";
 import {classifyTokens, type TokenClasses} from "../json-closing.ts";
 import {GrammarConstraint, GrammarStore} from "./grammar-constraint.ts";
 import {runOnRegion, type GrammarBinder} from "./region-decode.ts";
@@ -198,7 +198,8 @@ export class LlamaEngine implements Engine {
       });
     }
     const speculation = await speculationAtLoad(opts, model, sequences[0]!);
-    const reuseMatch = await reuseMatchAtLoad(opts, model, sequences[0]!, {prompt: threads, decode: dispatcher.decodeThreads});
+    const reuseMatch = await reuseMatchAtLoad(opts, model, sequences[0]!, {prompt: threads, decode: dispatcher.decodeThreads},
+      mergedRowsFor(context.contextSize));
     engine = new LlamaEngine(llama, model, context, sequences, dispatcher.policy, opts, {prompt: threads, decode: dispatcher.decodeThreads},
       {llama: opts.llama === undefined, model: opts.model === undefined}, speculation, reuseMatch);
     return engine;
@@ -255,6 +256,7 @@ export class LlamaEngine implements Engine {
     const region = this.pool.regions[id]!;
     const stats: DecodeStats = {promptTokens: 0, cachedTokens: 0, promptMs: 0, predictedTokens: 0, predictedMs: 0, draftTokens: 0, draftAccepted: 0, phases};
     const policy = this.policy;
+    const mergedRows = mergedRowsFor(this.context.contextSize);
     let released: Promise<void> | null = null;
     /** Set when a decode ran to its end (not cancelled, not failed): only then is the reply sealed or kept. */
     let finished: {promptLength: number} | null = null;
@@ -270,7 +272,7 @@ export class LlamaEngine implements Engine {
         longPrefill: (running) => (pool.stats.prefillSince = running ? performance.now() : null),
         drafts: this.drafts && speculates(job) ? this.drafts : null,
         beforeDecode: () => pool.beforeDecode(),
-        mergePieces: () => ![...policy.generating].some((other) => other !== id),
+        mergeRows: () => ([...policy.generating].some((other) => other !== id) ? 0 : mergedRows),
       });
       return (async function* (): DecodeRun {
         // Time in the engine (each step's await) and in its batch queue, as against time with the consumer.

@@ -3,7 +3,7 @@
 
 import type {LlamaContextSequence, LlamaModel} from "node-llama-cpp";
 import type {EngineInfo, SpeculationInfo} from "../engine.ts";
-import {cachedProbe, probeExactness, PROBE_TOKENS} from "./exactness-probe.ts";
+import {cachedProbe, probeExactness, probeTokens} from "./exactness-probe.ts";
 import type {LlamaEngineOptions} from "./llama-engine.ts";
 import {measureStepCost} from "./prompt-lookup.ts";
 
@@ -11,15 +11,15 @@ import {measureStepCost} from "./prompt-lookup.ts";
 export const STEP_COST_TEXT = "The quick brown fox jumps over the lazy dog while the river keeps running to the sea, and the mill turns all day long.";
 
 /** SVC_EXACT_REUSE: `pieces` as asked; `auto` probes (exactness-probe.ts) and matches by row class when it may. */
-export async function reuseMatchAtLoad(opts: LlamaEngineOptions, model: LlamaModel, region0: LlamaContextSequence, threads: {prompt: number; decode: number}):
-  Promise<EngineInfo["reuseMatch"]> {
+export async function reuseMatchAtLoad(opts: LlamaEngineOptions, model: LlamaModel, region0: LlamaContextSequence,
+  threads: {prompt: number; decode: number}, mergedRows: number): Promise<EngineInfo["reuseMatch"]> {
   if ((opts.exactReuse ?? "auto") === "pieces") return {match: "pieces", reason: "SVC_EXACT_REUSE=pieces"};
   // Probed with the cache off too: the match decides how every prompt is cut, and greedy output must not
   // depend on SVC_PROMPT_CACHE.
   const text = model.tokenize(STEP_COST_TEXT) as number[];
-  const tokens = Array.from({length: PROBE_TOKENS}, (_, i) => text[i % text.length]!);
+  const tokens = Array.from({length: probeTokens(mergedRows)}, (_, i) => text[i % text.length]!);
   const probe = await cachedProbe(opts.probeStore ? {dir: opts.probeStore.dir, key: {...opts.probeStore.key as object, threads}} : null,
-    () => probeExactness(region0, tokens));
+    mergedRows, () => probeExactness(region0, tokens, mergedRows));
   opts.logger.info("exact reuse", {match: probe.match, probe_ms: Math.round(probe.ms), ...(probe.cached ? {from: "an earlier start's probe"} : {}),
     ...(probe.reason ? {reason: probe.reason} : {})});
   return {match: probe.match, reason: probe.reason ?? `probed${probe.cached ? " at an earlier start" : " at load"} (${Math.round(probe.ms)} ms): a row's KV depends only on whether its piece was tiled`};

@@ -12,7 +12,7 @@ import type {DecodeEnd, DecodeJob, DecodeRun, DecodeStats, GrammarRef} from "../
 import {ContextOverflowError, neverShift} from "./context-overflow.ts";
 import type {GrammarConstraint} from "./grammar-constraint.ts";
 import {piecesFrom, type RegionMemory} from "../kv/region-memory.ts";
-import {MERGED_TILED_ROWS, mergeTiled, SPLIT_ROW_FROM} from "../kv/row-classes.ts";
+import {mergeTiled, SPLIT_ROW_FROM, TILED_ROWS} from "../kv/row-classes.ts";
 import {scoredGeneration} from "./scored-decode.ts";
 import {attachTokenPredictor, detachTokenPredictor} from "./internals.ts";
 import {LookupDrafter, type DraftPolicy} from "./prompt-lookup.ts";
@@ -78,18 +78,29 @@ export interface RunHooks {
   /** Awaited before each prompt piece or decode step is queued (the pool holds them back while a preparation waits: region-pool.ts). */
   beforeDecode(): Promise<void>;
   /**
-   * Whether consecutive tiled pieces may go as one evaluation now (matched by rows only): not while another region
-   * generates, whose next token would wait for the whole evaluation (pieces and steps alternate: batch-strategy.ts).
+   * Most rows consecutive tiled pieces may take as one evaluation now (matched by rows only; the engine's probed merge
+   * size), or 0: not while another region generates, whose next token would wait for the whole evaluation (pieces
+   * and steps alternate: batch-strategy.ts).
    */
-  mergePieces(): boolean;
+  mergeRows(): number;
 }
 
-/** Longest a merged evaluation should take: the granularity of cancellation and of other requests' turns. */
-const MERGED_PIECE_MS = 2000;
+/**
+ * Longest a merged evaluation should take: the granularity of cancellation and of a new request's turn. About what
+ * llama-server's 512-row micro-batch takes at 20k tokens of context here; long enough that 16k-token prompts still
+ * merge 512 rows (kv/row-classes.ts: smaller merges waste attention tiles).
+ */
+const MERGED_PIECE_MS = 8000;
 
-/** Rows a merged evaluation may take at the rate the last piece ran (unknown before the first: no merge). */
-function mergeLimit(msPerRow: number): number {
-  return Math.min(MERGED_TILED_ROWS, Math.floor(MERGED_PIECE_MS / msPerRow));
+/**
+ * Rows a merged evaluation may take at the rate the last piece ran (unknown before the first: no merge): a power of two
+ * times TILED_ROWS, the sizes whose attention tiles are full (kv/row-classes.ts, MERGED_TILED_ROWS).
+ */
+function mergeLimit(msPerRow: number, mergeRows: number): number {
+  const fits = Math.min(mergeRows, Math.floor(MERGED_PIECE_MS / msPerRow));
+  let rows = TILED_ROWS;
+  while (rows * 2 <= fits) rows *= 2;
+  return rows;
 }
 
 export async function* runOnRegion(seq: LlamaContextSequence, job: DecodeJob, stats: DecodeStats, mark: GeneratingMark,
@@ -120,7 +131,8 @@ export async function* runOnRegion(seq: LlamaContextSequence, job: DecodeJob, st
       if (job.signal.aborted) return {reason: "cancelled"};
       await hooks.beforeDecode();
       if (job.signal.aborted) return {reason: "cancelled"};
-      const take = job.plan.match === "rows" && hooks.mergePieces() ? mergeTiled(pieces.slice(i), mergeLimit(msPerRow)) : 1;
+      const mergeRows = job.plan.match === "rows" ? hooks.mergeRows() : 0;
+      const take = mergeRows > 0 ? mergeTiled(pieces.slice(i), mergeLimit(msPerRow, mergeRows)) : 1;
       const a = pieces[i]![0];
       const b = pieces[i + take - 1]![1];
       const t0 = performance.now();
