@@ -10,7 +10,8 @@
 // cold then warm: wall time and follow-up TTFT; (d) a JSON schema against free text; (e) the library alone;
 // (f) svc's decode rate while a side model (embeddings) is kept busy; (g) long prompts (2k, 4k, 8k, 16k tokens; 2k
 // and 8k quick): cold prefill, decode after the prompt, the follow-up's wall (bench/long-prompts.ts on its own);
-// (h) the agentic workload alone and beside a busy process on one core, each server's ratio of the two.
+// (h) the agentic workload alone and beside a busy process on one core, each server's ratio of the two;
+// (i) Claude Code's first two turns with its default prompt and tools (bench/llama-server/claude-code-run.ts).
 
 import {spawn} from "node:child_process";
 import {availableParallelism, homedir} from "node:os";
@@ -21,12 +22,13 @@ import {createLogger} from "../src/observability/log.ts";
 import {ensureLlamaServer} from "../support/llama-server/build.ts";
 import {aggregateTps, chatOnceDecodeTps, decodeTps, median, percentile, streamChat, ttftMs, type ChatBody, type Stream} from "./llama-server/client.ts";
 import {libraryDecode} from "./llama-server/library.ts";
+import {runClaudeCode} from "./llama-server/claude-code-run.ts";
 import {runLongPrompts} from "./llama-server/long-prompts-run.ts";
 import {startLlamaServer, startSvc, type Server, type Shape} from "../support/llama-server/servers.ts";
 
 const QUICK = process.env.BENCH_QUICK === "1";
-/** BENCH_ONLY=a,b,c,d,f,g,h runs only those workloads (all by default). */
-const ONLY = new Set((process.env.BENCH_ONLY ?? "a,b,c,d,f,g,h").split(","));
+/** BENCH_ONLY=a,b,c,d,f,g,h,i runs only those workloads (all by default). */
+const ONLY = new Set((process.env.BENCH_ONLY ?? "a,b,c,d,f,g,h,i").split(","));
 const ROUNDS = QUICK ? 1 : 3;
 const SYSTEM = "You are a helpful assistant. Answer the user's request in full.";
 const TOPICS = ["a lighthouse keeper who finds a map", "a young dragon afraid of flying", "a robot that learns to bake bread", "two sisters crossing a desert",
@@ -283,6 +285,19 @@ async function main(): Promise<void> {
       rows.push({label: `(g) ${n}-token prompt: cold prefill tok/s`, svc: a.cold.prefillTps, llama: b.cold.prefillTps, unit: "tok/s"});
       rows.push({label: `(g) ${n}-token prompt: decode after it tok/s`, svc: a.cold.decodeTps, llama: b.cold.decodeTps, unit: "tok/s"});
       rows.push({label: `(g) ${n}-token prompt: follow-up wall`, svc: a.follow.wallS, llama: b.follow.wallS, unit: "s"});
+    }
+  }
+
+  // (i) a real coding agent: Claude Code's first two turns, each server alone on the cores
+  if (ONLY.has("i")) {
+    const agent = await runClaudeCode({gguf, threads: shape.threads, llamaServer: build.binary, say});
+    for (const t of [0, 1]) {
+      const a = agent.get("svc")![t]!;
+      const b = agent.get("llama-server")![t]!;
+      const prompt = a.requests[0]!.prompt;
+      rows.push({label: `(i) Claude Code turn ${t + 1} (${prompt}-token prompt): agent wall`, svc: a.wallS, llama: b.wallS, unit: "s"});
+      rows.push({label: `(i) Claude Code turn ${t + 1}: server wall of its requests`, svc: a.requests.reduce((x, r) => x + r.ms, 0) / 1000,
+        llama: b.requests.reduce((x, r) => x + r.ms, 0) / 1000, unit: "s"});
     }
   }
 
