@@ -7,15 +7,8 @@ import {availableParallelism} from "node:os";
 import {join} from "node:path";
 import {buildModelHandle, type ModelHandle} from "./pipeline/model-handle.ts";
 import {ConfigError, type Config} from "./config/config.ts";
-import {beyondTrainingWarning, mainContextAsk} from "./engine/context-plan.ts";
-import type {EngineInfo} from "./engine/engine.ts";
-import {DiskStore} from "./engine/kv/disk-store.ts";
-import {nativeJinja} from "./engine/llama/internals.ts";
-import {LlamaEngine} from "./engine/llama/llama-engine.ts";
-import {RemoteEngine} from "./engine/remote/remote-engine.ts";
-import {ReplicaSetupError} from "./engine/remote/remote-identity.ts";
-import {modelIdentity, stateIdentity} from "./engine/llama/state-identity.ts";
-import type {StateIdentity} from "./engine/kv/state-files.ts";
+import {beyondTrainingWarning, DiskStore, LlamaEngine, mainContextAsk, modelIdentity, nativeJinja, RemoteEngine, ReplicaSetupError, stateIdentity,
+  type EngineInfo, type StateIdentity} from "./engine/index.ts";
 import {resolveModel} from "./models/resolve.ts";
 import type {Logger} from "./observability/log.ts";
 import {HandleRegistry} from "./sessions/handles.ts";

@@ -2,7 +2,7 @@
 // ApiError to Anthropic's shape in its own dialect.)
 
 import {ApiError} from "../core/errors.ts";
-import {EngineBusyError, EngineCancelledError, EngineMemoryError, EngineUnavailableError} from "../engine/errors.ts";
+import {EngineBusyError, EngineCancelledError, EngineMemoryError, EngineUnavailableError} from "../engine/index.ts";
 
 export interface OpenAiErrorBody {
   error: {message: string; type: string; param: string | null; code: string | null};

@@ -1,7 +1,28 @@
-// What the prompt cache and the region pool account for. The engine keeps these numbers; /cache shows
-// them as the spec's table, /metrics exports them, and neither ever waits on the engine to read them.
+// What the engine reports and observability reads: the prompt cache's and the region pool's accounts, a
+// request's phases inside the engine, and why a remote replica was chosen. The engine keeps these numbers; /cache
+// shows them as the spec's table, /metrics exports them, and neither ever waits on the engine to read them. They
+// live in core so that observability reads them without importing the engine.
 
-import type {RouteReason} from "../engine.ts";
+/**
+ * Why the remote engine's router sent a request to the replica it chose. prefix: it held the longest prefix;
+ * overloaded: the one that did had no free slot; least_loaded: no replica held any; round_robin:
+ * SVC_ROUTING=round-robin; waited: no slot was free and this one freed first; failover: the first one died;
+ * session: a named session's replica (X-Svc-From), where its state is.
+ */
+export type RouteReason = "prefix" | "overloaded" | "least_loaded" | "round_robin" | "waited" | "failover" | "session";
+
+/**
+ * A request's time inside the engine, beside promptMs (its prompt's evaluation) and predictedMs (first token to
+ * last): waiting in the queue for a region, preparing the region (copies, state loads, waiting for a seal),
+ * decode steps waiting for their batch to be dispatched, and decode steps in the engine (batch wait, compute,
+ * sampling); predictedMs minus engineMs is the time between steps spent outside it (pipeline, SSE writes).
+ */
+export interface EnginePhases {
+  queueMs: number;
+  prepareMs: number;
+  batchWaitMs: number;
+  engineMs: number;
+}
 
 /** Why a request reused less of its prompt than it could have. */
 export type MissReason =

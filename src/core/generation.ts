@@ -2,7 +2,7 @@
 // GenerationRequest and encodes GenerationEvents back into its wire format; nothing below the
 // dialects knows about HTTP bodies, and nothing above the pipeline knows about tokens.
 
-import type {TemplateMessage} from "../templates/chat-template.ts";
+import type {TemplateMessage} from "./messages.ts";
 
 export interface SamplingParams {
   /** 0 = greedy. */

@@ -3,9 +3,11 @@
 
 import type {SamplingParams} from "../core/generation.ts";
 import type {RopeScaling} from "./context-plan.ts";
-import type {CacheReport} from "./kv/cache-report.ts";
+import type {CacheReport, EnginePhases, RouteReason} from "../core/engine-report.ts";
 import type {CutPlan} from "./kv/region-memory.ts";
 import type {Span} from "./kv/row-classes.ts";
+
+export type {EnginePhases, RouteReason};
 
 /** Under a grammar, at most this many whitespace-only tokens may follow one another (the spec's bound); the
  * schema grammars guarantee it by allowing at most two whitespace characters between two JSON tokens. */
@@ -88,24 +90,6 @@ export interface RouteDecision {
   /** Prompt tokens the replica was expected to hold (its prefix record); the replica's own count is cachedTokens. */
   expectedCached: number;
   reason: RouteReason;
-}
-
-/** prefix: it held the longest prefix; overloaded: the one that did had no free slot; least_loaded: no replica held any;
- * round_robin: SVC_ROUTING=round-robin; waited: no slot was free and this one freed first; failover: the first one died;
- * session: a named session's replica (X-Svc-From), where its state is. */
-export type RouteReason = "prefix" | "overloaded" | "least_loaded" | "round_robin" | "waited" | "failover" | "session";
-
-/**
- * A request's time inside the engine, beside promptMs (its prompt's evaluation) and predictedMs (first token to
- * last): waiting in the queue for a region, preparing the region (copies, state loads, waiting for a seal),
- * decode steps waiting for their batch to be dispatched, and decode steps in the engine (batch wait, compute,
- * sampling); predictedMs minus engineMs is the time between steps spent outside it (pipeline, SSE writes).
- */
-export interface EnginePhases {
-  queueMs: number;
-  prepareMs: number;
-  batchWaitMs: number;
-  engineMs: number;
 }
 
 /** The model's own log probability of a generated token, and of the most likely alternatives. */

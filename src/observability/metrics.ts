@@ -7,7 +7,7 @@
 // no private field of prom-client is touched.
 
 import {Counter, Gauge, Registry} from "prom-client";
-import {MISS_REASONS, type CacheReport, type ReplicaCacheReport} from "../engine/kv/cache-report.ts";
+import {MISS_REASONS, type CacheReport, type ReplicaCacheReport} from "../core/engine-report.ts";
 import type {Counters} from "./counters.ts";
 import type {ServerStats} from "./server-stats.ts";
 

@@ -4,7 +4,7 @@
 // any, region and pool occupancy.
 
 import type {Timings} from "../core/generation.ts";
-import type {EnginePhases} from "../engine/engine.ts";
+import type {EnginePhases} from "../core/engine-report.ts";
 import type {Logger} from "./log.ts";
 
 /** Below this many processed prompt tokens the prefill rate is noise; only the count is printed. */

@@ -3,7 +3,7 @@
 // scrape never waits on anything.
 
 import type {Timings} from "../core/generation.ts";
-import type {EnginePhases} from "../engine/engine.ts";
+import type {EnginePhases} from "../core/engine-report.ts";
 
 export interface FinishedRequest {
   route: string;

@@ -3,14 +3,14 @@
 // ids) is raised by start(), before a stream begins, so it can still be a real HTTP status.
 
 import {ApiError} from "../core/errors.ts";
-import {EngineCancelledError} from "../engine/errors.ts";
+import {commonPrefix, EngineCancelledError, type CutPlan, type DecodeEnd, type DecodeStats, type Engine, type KeepHook, type RegionLease,
+  type ResumeState} from "../engine/index.ts";
 import type {FinishReason, GenerationEvent, GenerationRequest, SessionOutcome, Timings, TokenAlternative, TokenLogprob, UsageCounts} from "../core/generation.ts";
-import type {DecodeEnd, DecodeStats, Engine, KeepHook, RegionLease, ResumeState} from "../engine/engine.ts";
 import type {ChatTemplate} from "../templates/chat-template.ts";
+import type {SessionPort, SessionTicket} from "../sessions/session-port.ts";
 import type {Logger} from "../observability/log.ts";
 import {IncrementalDetokenizer, replyDetokenizer, visibleSpecialTokens} from "./detokenizer.ts";
-import {commonPrefix, type CutPlan} from "../engine/kv/region-memory.ts";
-import type {TemplateMessage} from "../templates/chat-template.ts";
+import type {TemplateMessage} from "../core/messages.ts";
 import {PastCalls} from "./past-calls.ts";
 import {buildPrompt, type BuiltPrompt} from "./prompt.ts";
 import {genericToolsPrompt} from "./reply/index.ts";
@@ -27,24 +27,6 @@ export interface PipelineOptions {
   schemaEscape: boolean;
   /** SVC_MAX_TOOL_CALLS: a reply ends when this many of its calls have closed. */
   maxToolCalls: number;
-}
-
-/** The session layer as the pipeline sees it (src/sessions/ implements it). */
-export interface SessionPort {
-  /** At request start: reserves the keep name, looks up the from name. Throws nothing. */
-  begin(names: {keep: string | null; from: string | null}, prompt: readonly number[], plan: CutPlan, historyEnd?: number): Promise<SessionTicket>;
-}
-
-export interface SessionTicket {
-  outcome: SessionOutcome;
-  /** The kept state to start from (X-Svc-From: used). */
-  resume: ResumeState | null;
-  /** Stores the end state (X-Svc-Keep accepted). */
-  keep: KeepHook | null;
-  /** Ends the request's hold on its names (after the keep, if any, settled). */
-  end(): void;
-  /** The reply was answered; `released` settles once its state is sealed and kept. */
-  answered?(released: Promise<void>): void;
 }
 
 export interface RunSummary {

@@ -1,7 +1,7 @@
 // One generation model as the routes see it. Lives below the API so that side models that generate (small
 // generation) can build one without reaching up into the routes.
 
-import type {Engine} from "../engine/engine.ts";
+import type {Engine} from "../engine/index.ts";
 import type {Logger} from "../observability/log.ts";
 import type {HandleRegistry} from "../sessions/handles.ts";
 import {SessionService} from "../sessions/session-service.ts";

@@ -11,7 +11,7 @@
 // reply's own text, whatever layout the model chose for the envelope.
 
 import type {CallSyntax} from "../core/call-syntax.ts";
-import type {TemplateMessage, TemplateToolCall, WrittenPiece} from "../templates/chat-template.ts";
+import type {TemplateMessage, TemplateToolCall, WrittenPiece} from "../core/messages.ts";
 
 /** Call ids remembered (the oldest are forgotten first): well over the calls of the conversations the regions hold. */
 const REMEMBERED = 4096;

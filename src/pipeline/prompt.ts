@@ -5,7 +5,7 @@
 
 import {invalidField, invalidRequest} from "../core/errors.ts";
 import type {PromptSpec} from "../core/generation.ts";
-import type {Engine} from "../engine/engine.ts";
+import type {Engine} from "../engine/index.ts";
 import {TemplateRenderError, type ChatTemplate} from "../templates/chat-template.ts";
 
 export interface BuiltPrompt {

@@ -4,7 +4,7 @@
 
 import type {CallSyntax} from "../core/call-syntax.ts";
 import type {GenerationRequest, ToolsRequest} from "../core/generation.ts";
-import type {GrammarRef} from "../engine/engine.ts";
+import type {GrammarRef} from "../engine/index.ts";
 import type {ChatTemplate} from "../templates/chat-template.ts";
 import {generic, type ModelFamily} from "../templates/families/index.ts";
 import {GENERIC_CALLS} from "../templates/families/generic.ts";

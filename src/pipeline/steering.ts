@@ -4,7 +4,7 @@
 // enforced (a call binds once it opens, then one grammar per parameter so they may come in any order).
 // The steering watches the text the engine generates and tells it, between steps, what binds next.
 
-import type {DecodeSteering, GrammarRef, SteerAction} from "../engine/engine.ts";
+import type {DecodeSteering, GrammarRef, SteerAction} from "../engine/index.ts";
 import type {CallBoundary, CallPhase, ToolCallGrammars} from "./tool-call-grammars.ts";
 import {matchStart} from "./reply/regions.ts";
 

@@ -6,7 +6,7 @@
 
 import type {CallSyntax} from "../core/call-syntax.ts";
 import type {ToolsRequest} from "../core/generation.ts";
-import type {GrammarRef} from "../engine/engine.ts";
+import type {GrammarRef} from "../engine/index.ts";
 import {
   afterCallGrammar, argumentGrammar, callOpeners, hasAfterPhase, openGrammar, phaseBoundary, SchemaError, type Boundary, type PhaseGrammar,
   type ToolSpec,

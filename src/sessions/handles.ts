@@ -10,7 +10,7 @@ import {tmpdir} from "node:os";
 import {join} from "node:path";
 import type {Logger} from "../observability/log.ts";
 import {newStateId, readManifest, removeState, statePath, verifyState, writeState, type StateIdentity,
-  type StateManifest} from "../engine/kv/state-files.ts";
+  type StateManifest} from "../engine/index.ts";
 
 export interface HandleRegistryOptions {
   /** `<SVC_CACHE_DIR>/handles`, or null for a temp dir (handles then die with the process). */

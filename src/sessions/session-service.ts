@@ -3,10 +3,9 @@
 // Route-neutral: every dialect passes the two names through its GenerationRequest.
 
 import type {SessionOutcome} from "../core/generation.ts";
-import type {KeepHook, ResumeState} from "../engine/engine.ts";
-import {exactLength, reusable, type CutPlan} from "../engine/kv/region-memory.ts";
+import {exactLength, reusable, type CutPlan, type KeepHook, type ResumeState} from "../engine/index.ts";
 import type {Logger} from "../observability/log.ts";
-import type {SessionPort, SessionTicket} from "../pipeline/generate.ts";
+import type {SessionPort, SessionTicket} from "./session-port.ts";
 import type {HandleRegistry} from "./handles.ts";
 
 export class SessionService implements SessionPort {

@@ -11,7 +11,7 @@
 // pause as long as the pass (capped at MAX_PAUSE_MS): the side models get at most half the time, the main
 // model at least half.
 
-import {EngineBusyError, retryAfterSeconds} from "../engine/errors.ts";
+import {EngineBusyError, retryAfterSeconds} from "../engine/index.ts";
 
 export interface ExecutorOptions {
   /** SVC_NPU_QUEUE: passes that may wait on the device itself. */

@@ -2,7 +2,7 @@
 // Llama (the engine's), one LlamaModel per distinct file (the SmolLM2-based ids share one), and a runner
 // per id that owns its contexts. Every pass of every runner goes through the one SideExecutor.
 
-import type {Llama, LlamaModel} from "node-llama-cpp";
+import type {Llama, LlamaModel} from "../engine/index.ts";
 import {ApiError, invalidField} from "../core/errors.ts";
 import type {Logger} from "../observability/log.ts";
 import type {ProgressMode} from "../models/progress.ts";

@@ -8,42 +8,13 @@ import {jsRenderer, nativeRenderer, parseErrorLine, type NativeJinjaFactory, typ
 import {buildSegments, Markers, type LocatedText, type Segment} from "./segments.ts";
 import {templateMessages, templateTools, type InputOptions} from "./template-input.ts";
 import {isReservedName, TemplateRenderError} from "./template-env.ts";
+import type {Role, TemplateMessage, TemplateToolCall, WrittenPiece} from "../core/messages.ts";
 import {engineFails, probeCallWithText, probeReplyHeader, probeToolCall, selfCheck, type CallInput, type Renders} from "./template-probes.ts";
 
 export {TemplateRenderError};
 export type {NativeJinjaFactory};
 
-export type Role = "system" | "developer" | "user" | "assistant" | "tool";
-
-export interface TemplateToolCall {
-  id: string;
-  type: "function";
-  function: {name: string; arguments: string};
-}
-
-export interface TemplateMessage {
-  role: Role;
-  /** Already flattened text (the dialect joins text parts). */
-  content: string;
-  name?: string;
-  /** Assistant messages. */
-  tool_calls?: TemplateToolCall[];
-  /** Tool messages. */
-  tool_call_id?: string;
-  /** Assistant messages: an earlier turn's reasoning. */
-  reasoning_content?: string;
-  /**
-   * Assistant messages: calls the server wrote into the turn itself, after its content (pipeline/past-calls.ts),
-   * where the template would not show them. Client pieces are client text; the others are the syntax's special
-   * markers, tokenized as template text.
-   */
-  written_calls?: WrittenPiece[];
-}
-
-export interface WrittenPiece {
-  text: string;
-  client: boolean;
-}
+export type {Role, TemplateMessage, TemplateToolCall, WrittenPiece};
 
 export interface RenderOptions {
   addGenerationPrompt: boolean;

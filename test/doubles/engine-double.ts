@@ -17,8 +17,8 @@
 // - Nothing is computed, so there is no KV: the cache report counts what the double did, with 0 bytes.
 
 import {readFile, writeFile} from "node:fs/promises";
-import type {CacheReport, MissReason} from "../../src/engine/kv/cache-report.ts";
-import {MISS_REASONS} from "../../src/engine/kv/cache-report.ts";
+import type {CacheReport, MissReason} from "../../src/core/engine-report.ts";
+import {MISS_REASONS} from "../../src/core/engine-report.ts";
 import {commonPrefix, exactLength, piecesFrom, planCuts, reusable, type CutPlan} from "../../src/engine/kv/region-memory.ts";
 import type {DecodeEnd, DecodeJob, DecodeRun, DecodeStats, Engine, EngineInfo, EngineStatus, GrammarRef, RegionLease, ReleaseOptions, ResumeState,
   StartInfo} from "../../src/engine/engine.ts";

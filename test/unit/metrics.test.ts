@@ -6,7 +6,7 @@ import {describe, test} from "node:test";
 import Fastify from "fastify";
 import {register as globalRegistry} from "prom-client";
 import type {Timings} from "../../src/core/generation.ts";
-import {MISS_REASONS, type CacheReport} from "../../src/engine/kv/cache-report.ts";
+import {MISS_REASONS, type CacheReport} from "../../src/core/engine-report.ts";
 import {registerMetricsRoute} from "../../src/api/ops/metrics-routes.ts";
 import {newCounters} from "../../src/observability/counters.ts";
 import {createMetrics, METRIC_NAMES, type MetricsSources} from "../../src/observability/metrics.ts";

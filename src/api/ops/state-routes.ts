@@ -2,7 +2,7 @@
 
 import type {FastifyInstance} from "fastify";
 import {REFUSED_KEYWORDS, UNENFORCED_KEYWORDS} from "../../grammar/index.ts";
-import {MAX_WHITESPACE_TOKENS_IN_A_ROW} from "../../engine/engine.ts";
+import {describeRope, MAX_WHITESPACE_TOKENS_IN_A_ROW, type EngineInfo} from "../../engine/index.ts";
 import {MAX_PREAMBLE_TOKENS} from "../../pipeline/steering.ts";
 import {toolSyntaxOf} from "../../pipeline/reply-plan.ts";
 import {MAX_STRICT_PARAMETERS, MAX_STRICT_TOOLS} from "../fields/tools.ts";
@@ -11,8 +11,6 @@ import type {ServerDeps} from "../deps.ts";
 import type {SideModels} from "../../side-models/side-models.ts";
 import {ROUTE_OF_KIND} from "../../side-models/registry.ts";
 import type {ChatTemplate} from "../../templates/chat-template.ts";
-import {describeRope} from "../../engine/context-plan.ts";
-import type {EngineInfo} from "../../engine/engine.ts";
 
 /** Request fields the generation routes of this build read (the rest are accepted and ignored). */
 export const SUPPORTED_FIELDS = {

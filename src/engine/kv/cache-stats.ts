@@ -1,7 +1,7 @@
 // The prompt cache's counters, kept by the region pool as it places requests, and turned into the
 // /cache report. Reading the report never touches the engine: it is a copy of numbers.
 
-import {MISS_REASONS, type CacheReport, type DiskReport, type MissReason} from "./cache-report.ts";
+import {MISS_REASONS, type CacheReport, type DiskReport, type MissReason} from "../../core/engine-report.ts";
 import type {Placement} from "./placement.ts";
 
 export interface PoolShape {

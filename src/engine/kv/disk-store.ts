@@ -11,7 +11,7 @@ import {join} from "node:path";
 import type {Logger} from "../../observability/log.ts";
 import {Serial} from "../../core/serial.ts";
 import {commonPrefix} from "./region-memory.ts";
-import type {DiskReport} from "./cache-report.ts";
+import type {DiskReport} from "../../core/engine-report.ts";
 import {MANIFEST_SUFFIX, newStateId, readManifest, removeState, STATE_SUFFIX, statePath, touchManifest, verifyState,
   writeState, type StateIdentity, type StateManifest} from "./state-files.ts";
 

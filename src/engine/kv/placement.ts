@@ -13,7 +13,7 @@
 //   departs from it partway, the rest is dropped (the conversation moved on).
 // - Why it reused less than it could have is reported as a miss reason.
 
-import type {MissReason} from "./cache-report.ts";
+import type {MissReason} from "../../core/engine-report.ts";
 import {exactLength, reusable, type CutPlan, type RegionMemory} from "./region-memory.ts";
 
 export interface RegionView {

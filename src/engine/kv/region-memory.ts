@@ -19,7 +19,10 @@
 // reuse by row class instead (row-classes.ts): replies are reusable as decoded and prompts resume anywhere in
 // a shared prefix. A CutPlan carries which rule its prompt is planned for.
 
+import {commonPrefix, exactLength} from "../../core/prefix.ts";
 import {reusableByRows} from "./row-classes.ts";
+
+export {commonPrefix, exactLength};
 
 export interface RegionMemory {
   /** Tokens whose KV the region holds, in order (the exact part and possibly an unsealed tail). */
@@ -41,10 +44,6 @@ export function emptyMemory(): RegionMemory {
   return {tokens: [], cuts: [], lastUsed: 0, replyStart: 0};
 }
 
-export function exactLength(memory: {cuts: readonly number[]}): number {
-  return memory.cuts.length > 0 ? memory.cuts[memory.cuts.length - 1]! : 0;
-}
-
 /** The cut plan of tokens [0, length): multiples of `piece`, the given boundaries inside, and `length` itself. */
 export function planCuts(length: number, piece: number, boundaries: readonly number[] = []): number[] {
   const set = new Set<number>();
@@ -64,14 +63,6 @@ export function piecesFrom(plan: readonly number[], from: number): [number, numb
     a = c;
   }
   return out;
-}
-
-/** How many leading tokens two sequences share. */
-export function commonPrefix(a: readonly number[], b: readonly number[]): number {
-  const n = Math.min(a.length, b.length);
-  let i = 0;
-  while (i < n && a[i] === b[i]) i++;
-  return i;
 }
 
 export interface Reuse {

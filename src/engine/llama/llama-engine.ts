@@ -6,7 +6,7 @@ import {getLlama, LlamaLogLevel, TokenBias, type Llama, type LlamaContext, type 
 import type {Logger} from "../../observability/log.ts";
 import type {DecodeJob, DecodeRun, DecodeStats, Engine, EngineInfo, EnginePhases, EngineStatus, KeepHook, RegionLease, ReleaseOptions, ResumeState,
   SpeculationInfo} from "../engine.ts";
-import type {CacheReport, DiskReport} from "../kv/cache-report.ts";
+import type {CacheReport, DiskReport} from "../../core/engine-report.ts";
 import type {DiskStore} from "../kv/disk-store.ts";
 import {exactLength} from "../kv/region-memory.ts";
 import {contextPositions, type ContextAsk} from "../context-plan.ts";

@@ -10,7 +10,7 @@
 import type {LlamaContextSequence} from "node-llama-cpp";
 import type {Logger} from "../../observability/log.ts";
 import type {ReleaseOptions, ResumeState, StartInfo} from "../engine.ts";
-import type {DiskReport} from "../kv/cache-report.ts";
+import type {DiskReport} from "../../core/engine-report.ts";
 import {CacheStats} from "../kv/cache-stats.ts";
 import type {DiskStore, DiskEntry} from "../kv/disk-store.ts";
 import {Serial} from "../../core/serial.ts";

@@ -7,7 +7,7 @@ import type {Logger} from "../../observability/log.ts";
 import type {DecodeStats, Engine, EngineInfo, EngineStatus, GrammarRef, RegionLease, ResumeState, RouteDecision} from "../engine.ts";
 import {EngineBusyError} from "../errors.ts";
 import {classifyTokens, type TokenClasses} from "../json-closing.ts";
-import type {CacheReport, ReplicaCacheReport} from "../kv/cache-report.ts";
+import type {CacheReport, ReplicaCacheReport} from "../../core/engine-report.ts";
 import type {CutPlan} from "../kv/region-memory.ts";
 import {GrammarStore} from "../llama/grammar-constraint.ts";
 import {modelFacts} from "../llama/model-facts.ts";

@@ -2,7 +2,7 @@
 // replica's own cached-token counts, from its timings), and the totals in the in-process engine's shape so
 // /cache and /metrics read the same fields. Pool, disk and seal numbers do not apply to replicas and stay 0.
 
-import type {CacheReport, ReplicaCacheReport} from "../kv/cache-report.ts";
+import type {CacheReport, ReplicaCacheReport} from "../../core/engine-report.ts";
 
 export interface ReplicaCounts {
   requests: number;

@@ -2,7 +2,7 @@
 // folder converted with RANK pooling, so llama.cpp runs the pooler (dense + tanh on the [CLS] state) and
 // the classification layer itself and hands back one raw score per label.
 
-import type {Token} from "node-llama-cpp";
+import type {Token} from "../../engine/index.ts";
 import type {SideExecutor} from "../executor.ts";
 import type {SideModelDef} from "../registry.ts";
 import type {SideModelContext, SideRunner} from "../side-models.ts";

@@ -12,7 +12,7 @@ import {mkdtempSync, rmSync, existsSync} from "node:fs";
 import {rm} from "node:fs/promises";
 import {tmpdir} from "node:os";
 import {join} from "node:path";
-import {commonPrefix} from "../../engine/kv/region-memory.ts";
+import {commonPrefix} from "../../engine/index.ts";
 import type {HeldState, LmScorer} from "../lm/scorer.ts";
 
 interface KeptText {

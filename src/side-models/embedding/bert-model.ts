@@ -4,8 +4,7 @@
 // BERT pooler and classification head natively).
 
 import {join} from "node:path";
-import type {LlamaContext, LlamaContextSequence, Token} from "node-llama-cpp";
-import {createEmbeddingsContext, pooledEmbedding} from "../../engine/llama/internals.ts";
+import {createEmbeddingsContext, pooledEmbedding, type LlamaContext, type LlamaContextSequence, type Token} from "../../engine/index.ts";
 import {ensureConverted, type CheckpointInfo, type EnsureResult} from "../../models/hf-convert/convert.ts";
 import {resolveModelFolder} from "../../models/hf-convert/fetch-folder.ts";
 import type {SideModelContext} from "../side-models.ts";

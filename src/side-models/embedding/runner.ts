@@ -8,7 +8,7 @@
 // the bits it gets alone (measured: differences around 1e-4). Evaluating inside one pass keeps each result
 // equal to what it is alone, bit for bit, and keeps a batch from being split by other requests' passes.
 
-import type {Token} from "node-llama-cpp";
+import type {Token} from "../../engine/index.ts";
 import type {SideModelDef} from "../registry.ts";
 import type {SideModelContext, SideRunner} from "../side-models.ts";
 import type {SideExecutor} from "../executor.ts";

@@ -4,7 +4,7 @@
 // so the reply read so far stays in that context's KV and each verdict evaluates only the reply's new
 // tokens plus the short question after them. Contexts are made on first need and kept for the next reply.
 
-import type {LlamaModel} from "node-llama-cpp";
+import type {LlamaModel} from "../../engine/index.ts";
 import {resolveModel} from "../../models/resolve.ts";
 import {LmScorer} from "../lm/scorer.ts";
 import type {SideModelDef} from "../registry.ts";

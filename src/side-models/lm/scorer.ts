@@ -7,10 +7,8 @@
 // marks (the end of a shared text), and a prefix is reused only up to a cut both plans share. A token's KV
 // then never depends on whether it was computed now or by an earlier call.
 
-import {InsufficientMemoryError, type LlamaContext, type LlamaContextSequence, type LlamaModel, type Token} from "node-llama-cpp";
-import {EngineMemoryError} from "../../engine/errors.ts";
-import {emptyMemory, piecesFrom, planCuts, reusableByPieces, type RegionMemory} from "../../engine/kv/region-memory.ts";
-import {neverShift} from "../../engine/llama/context-overflow.ts";
+import {emptyMemory, EngineMemoryError, InsufficientMemoryError, neverShift, piecesFrom, planCuts, reusableByPieces, type LlamaContext,
+  type LlamaContextSequence, type LlamaModel, type RegionMemory, type Token} from "../../engine/index.ts";
 import type {SideModelContext} from "../side-models.ts";
 
 const PIECE = 64;

@@ -3,9 +3,7 @@
 // process's one Llama and the side models' shared LlamaModel of the file. Every decode pass goes through
 // the side executor (gated-engine.ts).
 
-import type {Engine} from "../../engine/engine.ts";
-import {nativeJinja} from "../../engine/llama/internals.ts";
-import {LlamaEngine} from "../../engine/llama/llama-engine.ts";
+import {LlamaEngine, nativeJinja, type Engine} from "../../engine/index.ts";
 import {resolveModel} from "../../models/resolve.ts";
 import {GenerationPipeline} from "../../pipeline/generate.ts";
 import type {ModelHandle} from "../../pipeline/model-handle.ts";

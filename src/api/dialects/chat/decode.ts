@@ -2,7 +2,7 @@
 
 import {invalidField, invalidRequest} from "../../../core/errors.ts";
 import type {GenerationRequest} from "../../../core/generation.ts";
-import type {TemplateMessage} from "../../../templates/chat-template.ts";
+import type {TemplateMessage} from "../../../core/messages.ts";
 import {decodeSampling, decodeStops, resolveBudget} from "../../fields/common.ts";
 import type {SchemaCache} from "../../../grammar/index.ts";
 import {resolveLogprobs} from "../../fields/logprobs.ts";

@@ -8,7 +8,7 @@
 // messages), and each must answer a tool_use of the assistant turn right before it.
 
 import {invalidField} from "../../../core/errors.ts";
-import type {TemplateMessage, TemplateToolCall} from "../../../templates/chat-template.ts";
+import type {TemplateMessage, TemplateToolCall} from "../../../core/messages.ts";
 import type {ContentBlockBody, MessageBody, MessagesBody} from "./schema.ts";
 import {isOwnSignature, reasoningFromSignature} from "./signature.ts";
 import {callIdOf} from "./tool-use-ids.ts";

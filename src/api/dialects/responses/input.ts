@@ -3,7 +3,7 @@
 // should see must be in `input`; items that only point at stored state are refused.
 
 import {invalidField} from "../../../core/errors.ts";
-import type {TemplateMessage} from "../../../templates/chat-template.ts";
+import type {TemplateMessage} from "../../../core/messages.ts";
 
 export interface ConvertedInput {
   messages: TemplateMessage[];

@@ -1,6 +1,6 @@
 // POST /classify body (vLLM's classification shape) → token lists for the classifier runner.
 
-import type {Token} from "node-llama-cpp";
+import type {Token} from "../../../engine/index.ts";
 import {invalidField} from "../../../core/errors.ts";
 
 export const MAX_CLASSIFY_INPUTS = 2048;

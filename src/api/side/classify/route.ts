@@ -4,7 +4,7 @@
 
 import {randomBytes} from "node:crypto";
 import type {FastifyInstance, FastifyReply, FastifyRequest} from "fastify";
-import type {Token} from "node-llama-cpp";
+import type {Token} from "../../../engine/index.ts";
 import {ApiError, invalidField} from "../../../core/errors.ts";
 import {activate, type ClassifierRunner} from "../../../side-models/classifier/runner.ts";
 import type {SideModels} from "../../../side-models/side-models.ts";

@@ -4,7 +4,7 @@
 // computed by the guard's worker off the reply's path and sent whenever they are ready.
 
 import type {GenerationEvent} from "../../../core/generation.ts";
-import type {TemplateMessage} from "../../../templates/chat-template.ts";
+import type {TemplateMessage} from "../../../core/messages.ts";
 import type {GuardLease} from "../../../side-models/guard/runner.ts";
 import {GuardWatch, type GuardEvent, type GuardSummary} from "../../../side-models/guard/watch.ts";
 import type {ReplyWatcher} from "../../serve-generation.ts";
