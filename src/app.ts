@@ -22,6 +22,7 @@ import {newCounters} from "./observability/counters.ts";
 import {SchemaCache} from "./grammar/index.ts";
 import type {Logger} from "./observability/log.ts";
 import {registerSideRoutes} from "./api/side/index.ts";
+import {buildChatWatchers, buildModelRouter} from "./api/routing/index.ts";
 import {installOpenApi} from "./api/openapi/route.ts";
 import {registerPlaygroundRoutes} from "./api/playground/route.ts";
 import type {SideModels} from "./side-models/side-models.ts";
@@ -42,7 +43,7 @@ export async function createApp(config: Config, models: {main: ModelHandle; side
   const {main} = models;
   const side = models.side ?? null;
   const engine = main.engine;
-  const deps: ServerDeps = {
+  const base = {
     config,
     main,
     schemas: new SchemaCache(),
@@ -54,6 +55,7 @@ export async function createApp(config: Config, models: {main: ModelHandle; side
     version: VERSION,
     startedAt: new Date(),
   };
+  const deps: ServerDeps = {...base, models: buildModelRouter(base), watchers: buildChatWatchers(base)};
   const server = buildServer({bodyLimitBytes: Math.floor(config.bodyLimitMb * 1024 * 1024), apiKey: config.apiKey, logger});
   // First, so its onRoute hook sees every route registered below.
   installOpenApi(server, {version: VERSION, keyed: Boolean(config.apiKey), maxTokensCap: config.maxTokensCap, logger});

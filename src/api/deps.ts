@@ -8,6 +8,7 @@ import type {ServerStats} from "../observability/server-stats.ts";
 import type {CodingAgentMap} from "../sessions/coding-agent.ts";
 import type {SideModels} from "../side-models/side-models.ts";
 import type {ModelHandle} from "../pipeline/model-handle.ts";
+import type {ChatWatchers, ModelRouter} from "./model-router.ts";
 
 export type {ModelHandle, ModelIdentity} from "../pipeline/model-handle.ts";
 
@@ -25,6 +26,10 @@ export interface ServerDeps {
   agentMap: CodingAgentMap | null;
   /** The side models of SVC_NPU_MODELS; null when it is unset (the server behaves as if they did not exist). */
   side: SideModels | null;
+  /** What serves a generation request's `model` (api/routing/ builds it from `main` and `side`). */
+  models: ModelRouter;
+  /** What may watch a chat reply (the streaming guard). */
+  watchers: ChatWatchers;
   version: string;
   startedAt: Date;
 }

@@ -11,7 +11,8 @@ import type {DecodeEnd, DecodeItem, DecodeRun} from "../../src/engine/engine.ts"
 import {SchemaCache} from "../../src/grammar/index.ts";
 import {newCounters} from "../../src/observability/counters.ts";
 import {createMemoryLogger} from "../../src/observability/log.ts";
-import {decodeSmallGeneration} from "../../src/api/side/small-generation/decode.ts";
+import {decodeChat} from "../../src/api/dialects/chat/decode.ts";
+import {smallGenerationRules} from "../../src/api/side/small-generation/served.ts";
 import {SideExecutor} from "../../src/side-models/executor.ts";
 import {gatedRun} from "../../src/side-models/small-generation/gated-engine.ts";
 import {checkSmallPrompt, SMALL_GENERATION_LIMITS} from "../../src/side-models/small-generation/limits.ts";
@@ -20,6 +21,8 @@ import {apiErrorOf} from "../fixtures/api-error.ts";
 const ctx = {requestId: "req-1", signal: new AbortController().signal, maxTokensCap: 65_536, schemas: new SchemaCache(), grammarEnabled: true,
   strictTools: true, logger: createMemoryLogger(), counters: newCounters()};
 const M = "nx3.5-2b";
+/** The chat dialect's decode with the small model's rules, as the chat route runs it for this id. */
+const decodeSmallGeneration = (model: string, body: unknown, c: typeof ctx) => decodeChat(body, c, smallGenerationRules(model));
 const base = {model: M, messages: [{role: "user", content: "Hi"}]};
 
 function refused(extra: Record<string, unknown>): ApiError {

@@ -6,11 +6,8 @@ import {randomBytes} from "node:crypto";
 import type {FastifyInstance} from "fastify";
 import {ApiError} from "../../core/errors.ts";
 import {newCounters} from "../../observability/counters.ts";
-import {wrongRoute} from "../../side-models/side-models.ts";
-import {SmallGenerationRunner} from "../../side-models/small-generation/runner.ts";
 import {decodeChat, type ChatDecodeContext} from "../dialects/chat/decode.ts";
 import type {ServerDeps} from "../deps.ts";
-import {decodeSmallGeneration} from "../side/small-generation/decode.ts";
 
 export function registerApplyTemplateRoute(app: FastifyInstance, deps: ServerDeps): void {
   app.post("/apply-template", async (req) => {
@@ -26,13 +23,8 @@ export function registerApplyTemplateRoute(app: FastifyInstance, deps: ServerDep
       counters: newCounters(),
     };
     // As the chat route: a side model's id there is the small generation model's own template, or refused naming its route.
-    const runner = deps.side?.find((req.body as {model?: unknown} | null)?.model);
-    if (runner) {
-      if (!(runner instanceof SmallGenerationRunner)) throw wrongRoute(runner);
-      const model = runner.handle({queueTimeoutMs: deps.config.queueTimeout * 1000, maxToolCalls: deps.config.maxToolCalls, logger: deps.logger});
-      return {prompt: promptOf(model.pipeline.promptText(decodeSmallGeneration(runner.id, req.body, ctx).request))};
-    }
-    return {prompt: promptOf(deps.main.pipeline.promptText(decodeChat(req.body, ctx).request))};
+    const model = deps.models.templated(req.body);
+    return {prompt: promptOf(model.handle.pipeline.promptText(decodeChat(req.body, ctx, model).request))};
   });
 }
 

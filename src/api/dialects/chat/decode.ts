@@ -11,6 +11,7 @@ import {decodeTools, type ToolInput} from "../../fields/tools.ts";
 import type {Logger} from "../../../observability/log.ts";
 import type {Counters} from "../../../observability/counters.ts";
 import {parseBody} from "../../fields/validate.ts";
+import type {ServedModel} from "../../model-router.ts";
 import {chatRequestSchema, type ChatMessageBody, type ChatRequestBody} from "./schema.ts";
 
 export interface DecodedChat {
@@ -90,7 +91,11 @@ function toTemplateMessages(messages: ChatMessageBody[]): TemplateMessage[] {
   });
 }
 
-export function decodeChat(raw: unknown, ctx: ChatDecodeContext): DecodedChat {
+/** The served model's own rules on top of the chat dialect's (the main model adds none). */
+export type ChatModelRules = Pick<ServedModel, "screen" | "samplingDefaults" | "thinkingOff">;
+
+export function decodeChat(raw: unknown, ctx: ChatDecodeContext, rules: ChatModelRules = {}): DecodedChat {
+  if (rules.screen && typeof raw === "object" && raw !== null && !Array.isArray(raw)) rules.screen(raw as Record<string, unknown>);
   const body = parseBody(chatRequestSchema, raw);
   if (body.n != null && body.n > 1) throw invalidField("n", "only one choice per request is supported (n = 1)");
   const rf = body.response_format;
@@ -100,7 +105,7 @@ export function decodeChat(raw: unknown, ctx: ChatDecodeContext): DecodedChat {
   }
   const stream = body.stream ?? false;
   const maxTokens = resolveBudget(body, ctx.maxTokensCap, "refuse");
-  const sampling = decodeSampling(body);
+  const sampling = decodeSampling(body, rules.samplingDefaults);
   const logprobs = resolveLogprobs({wanted: body.logprobs ?? false, top: body.top_logprobs ?? 0, field: "logprobs", topField: "top_logprobs",
     stream, budget: maxTokens, temperature: sampling.temperature, hasSchema});
   const grammar = compileFormat(
@@ -113,7 +118,7 @@ export function decodeChat(raw: unknown, ctx: ChatDecodeContext): DecodedChat {
     counters: ctx.counters,
     requestId: ctx.requestId,
   });
-  // `guard` passes through in `body`: the streaming guard reads and refuses it (src/api/side/guard).
+  // `guard` is only admitted here: the streaming guard, a watcher the composition root attaches, reads it from the raw body.
 
   const continueFinal = body.continue_final_message ?? false;
   const addGenerationPrompt = body.add_generation_prompt ?? !continueFinal;
@@ -131,6 +136,7 @@ export function decodeChat(raw: unknown, ctx: ChatDecodeContext): DecodedChat {
     if (typeof kwargs.enable_thinking !== "boolean") throw invalidField("chat_template_kwargs.enable_thinking", "must be a boolean");
     enableThinking = kwargs.enable_thinking;
   }
+  if (rules.thinkingOff) enableThinking = false;
   if (body.reasoning_effort === "none") {
     if (enableThinking === true) throw invalidRequest("reasoning_effort \"none\" turns thinking off but chat_template_kwargs.enable_thinking is true", "reasoning_effort");
     enableThinking = false;

@@ -110,3 +110,20 @@ export function chatStreamEncoder(who: ChatIdentity, includeUsage: boolean): Str
     errorFrame: (err: ApiError) => openAiErrorBody(err),
   };
 }
+
+/**
+ * An answer known whole before any byte is sent (a decision) as a stream: one content chunk (role, the whole answer,
+ * its logprobs), the finish chunk, and the usage chunk when asked.
+ */
+export function wholeAnswerChunks(who: ChatIdentity, events: GenerationEvent[], includeUsage: boolean): Chunk[] {
+  const text = events.find((e) => e.type === "text") as Extract<GenerationEvent, {type: "text"}>;
+  const done = events.find((e) => e.type === "done") as Done;
+  const base = {id: who.id, object: "chat.completion.chunk" as const, created: who.created, model: who.model, ...(includeUsage ? {usage: null} : {})};
+  const chunks: Chunk[] = [
+    {...base, choices: [{index: 0, delta: {role: "assistant", content: text.text}, logprobs: done.logprobs ? {content: done.logprobs, refusal: null} : null,
+      finish_reason: null}]},
+    {...base, choices: [{index: 0, delta: {}, logprobs: null, finish_reason: "stop"}], timings: done.timings},
+  ];
+  if (includeUsage) chunks.push({...base, choices: [], usage: chatUsage(done.usage), timings: done.timings});
+  return chunks;
+}

@@ -4,18 +4,17 @@ import {randomBytes} from "node:crypto";
 import type {FastifyInstance, FastifyReply, FastifyRequest} from "fastify";
 import type {ServerDeps} from "../../deps.ts";
 import {hangUpSignal, serveGeneration} from "../../serve-generation.ts";
-import {refuseSideModel} from "../../side/chat-side.ts";
 import {decodeCompletion} from "./decode.ts";
 import {completionBody, completionStreamEncoder} from "./encode.ts";
 
 export function registerCompletionsRoutes(app: FastifyInstance, deps: ServerDeps): void {
   const handler = async (req: FastifyRequest, reply: FastifyReply) => {
     const id = `cmpl-${randomBytes(12).toString("hex")}`;
-    refuseSideModel(deps, (req.body as {model?: unknown} | null)?.model);
+    const model = deps.models.mainOnly(req.body);
     const abort = hangUpSignal(req, reply);
     const decoded = decodeCompletion(req.body, {requestId: id, signal: abort.signal, maxTokensCap: deps.config.maxTokensCap});
-    const who = {id, created: Math.floor(Date.now() / 1000), model: deps.main.identity.id};
-    await serveGeneration(deps, deps.main, req, reply, {
+    const who = {id, created: Math.floor(Date.now() / 1000), model: model.id};
+    await serveGeneration(deps, model.handle, req, reply, {
       route: "completions",
       stream: decoded.stream,
       genRequest: decoded.request,

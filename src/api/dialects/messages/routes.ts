@@ -8,7 +8,6 @@ import type {FastifyInstance, FastifyReply, FastifyRequest} from "fastify";
 import type {ServerDeps} from "../../deps.ts";
 import {hangUpSignal, serveGeneration} from "../../serve-generation.ts";
 import {registerErrorShape} from "../../server.ts";
-import {refuseSideModel} from "../../side/chat-side.ts";
 import {decodeMessages, LogOnce, type MessagesDecodeContext} from "./decode.ts";
 import {messageBody, messageStreamEncoder} from "./encode.ts";
 import {anthropicErrorBody, requestIdOf} from "./errors.ts";
@@ -26,10 +25,10 @@ export function registerMessagesRoutes(app: FastifyInstance, deps: ServerDeps): 
     // Anthropic's SDK reports this header as the request id; it is the id on the server's log line too.
     reply.header("request-id", id);
     const abort = hangUpSignal(req, reply);
-    refuseSideModel(deps, (req.body as {model?: unknown} | null)?.model);
+    const model = deps.models.mainOnly(req.body);
     const decoded = decodeMessages(req.body, context(req, id, abort.signal), "create");
-    const who = {id, model: deps.main.identity.id, stopSequences: decoded.stopSequences, thinkingDisplay: decoded.thinkingDisplay};
-    await serveGeneration(deps, deps.main, req, reply, {
+    const who = {id, model: model.id, stopSequences: decoded.stopSequences, thinkingDisplay: decoded.thinkingDisplay};
+    await serveGeneration(deps, model.handle, req, reply, {
       route: "messages",
       stream: decoded.stream,
       sessions: true,

@@ -6,7 +6,6 @@ import {ApiError} from "../../../core/errors.ts";
 import type {ServerDeps} from "../../deps.ts";
 import {hangUpSignal, serveGeneration} from "../../serve-generation.ts";
 import {codexThread} from "./agent-thread.ts";
-import {refuseSideModel} from "../../side/chat-side.ts";
 import {decodeResponses, type ResponsesDecodeContext} from "./decode.ts";
 import {responsesBody, responsesStreamEncoder} from "./encode.ts";
 import {newId, responseShell} from "./response-object.ts";
@@ -17,12 +16,12 @@ export function registerResponsesRoutes(app: FastifyInstance, deps: ServerDeps):
 
   const create = async (req: FastifyRequest, reply: FastifyReply) => {
     const id = newId("resp");
-    refuseSideModel(deps, (req.body as {model?: unknown} | null)?.model);
+    const model = deps.models.mainOnly(req.body);
     const abort = hangUpSignal(req, reply);
     const decoded = decodeResponses(req.body, context(id, abort.signal));
-    const shell = responseShell({id, createdAt: Math.floor(Date.now() / 1000), model: deps.main.identity.id}, decoded);
+    const shell = responseShell({id, createdAt: Math.floor(Date.now() / 1000), model: model.id}, decoded);
     const opts = {summary: decoded.summary, namespaces: decoded.namespaces};
-    await serveGeneration(deps, deps.main, req, reply, {
+    await serveGeneration(deps, model.handle, req, reply, {
       route: "responses",
       stream: decoded.stream,
       sessions: true,

@@ -4,17 +4,11 @@
 // as JSON in the schema's shape, in a chat.completion body or a one-chunk stream. temperature, top_p, seed
 // and the penalties are accepted and ignored.
 
-import {randomBytes} from "node:crypto";
-import type {FastifyReply, FastifyRequest} from "fastify";
-import type {ChatCompletionChunk} from "openai/resources/chat/completions";
-import {ApiError, invalidField} from "../../../core/errors.ts";
+import {invalidField} from "../../../core/errors.ts";
 import type {GenerationEvent, Timings, TokenLogprob} from "../../../core/generation.ts";
-import {DeciderRunner, type DecisionOutcome} from "../../../side-models/decider/runner.ts";
-import type {SideRunner} from "../../../side-models/side-models.ts";
+import type {DeciderRunner, DecisionOutcome} from "../../../side-models/decider/runner.ts";
 import type {ServerDeps} from "../../deps.ts";
-import {chatCompletionBody, chatUsage} from "../../dialects/chat/encode.ts";
-import {hangUpSignal} from "../../serve-generation.ts";
-import {SseStream} from "../../sse.ts";
+import type {WholeAnswer} from "../../model-router.ts";
 import {checkDecisionPrompt} from "./limits.ts";
 import {answerJson, questionOf, readSchemaOptions, type SchemaOptions} from "./schema-options.ts";
 
@@ -106,25 +100,18 @@ function stringOrNull(v: unknown): string | null {
   return typeof v === "string" && v.trim() !== "" ? v : null;
 }
 
-export async function serveDecisionChat(deps: ServerDeps, runner: SideRunner, req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
-  if (!(runner instanceof DeciderRunner)) throw new ApiError("server_error", `internal error: ${runner.id} is not served by the decider runner`);
-  const decoded = decodeDecisionChat(req.body);
-  const prepared = runner.prepare(decoded.text, [questionOf(decoded.options, decoded.question)]);
-  checkDecisionPrompt(prepared.questions[0]!.tokens.length, runner.maxPromptTokens, "messages");
-  const abort = hangUpSignal(req, reply);
-  const outcome = await runner.decide(prepared, {resume: deps.config.npuDecResume, entries: deps.config.npuDecEntries, signal: abort.signal});
-  const who = {id: `chatcmpl-${randomBytes(12).toString("hex")}`, created: Math.floor(Date.now() / 1000), model: runner.id};
-  const events = decisionEvents(decoded, outcome);
-  if (!decoded.stream) return chatCompletionBody(who, events);
-  reply.hijack();
-  const sse = new SseStream(reply.raw, deps.config.keepalive * 1000);
-  for (const frame of decisionChunks(who, events, decoded.includeUsage)) sse.send(frame);
-  sse.send("[DONE]");
-  sse.end();
-  return undefined;
+/** A decider on the chat route: the request decoded by its rules, decided, and given back as events the chat dialect encodes. */
+export function decisionAnswerer(deps: Pick<ServerDeps, "config">, runner: DeciderRunner): (body: unknown, signal: AbortSignal) => Promise<WholeAnswer> {
+  return async (body, signal) => {
+    const decoded = decodeDecisionChat(body);
+    const prepared = runner.prepare(decoded.text, [questionOf(decoded.options, decoded.question)]);
+    checkDecisionPrompt(prepared.questions[0]!.tokens.length, runner.maxPromptTokens, "messages");
+    const outcome = await runner.decide(prepared, {resume: deps.config.npuDecResume, entries: deps.config.npuDecEntries, signal});
+    return {id: runner.id, stream: decoded.stream, includeUsage: decoded.includeUsage, events: decisionEvents(decoded, outcome)};
+  };
 }
 
-/** The answer as generation events, so the chat dialect's own body encoder writes the reply. */
+/** The answer as generation events, so the chat dialect's own encoders write the reply. */
 export function decisionEvents(decoded: DecisionChatRequest, outcome: DecisionOutcome): GenerationEvent[] {
   const answer = outcome.answers[0]!;
   const text = answerJson(decoded.options, answer.best);
@@ -154,20 +141,4 @@ export function decisionEvents(decoded: DecisionChatRequest, outcome: DecisionOu
     {type: "done", finishReason: "stop", stoppedBy: null, logprobs, timings,
       usage: {promptTokens: outcome.promptTokens, completionTokens: 1, cachedTokens: outcome.cachedTokens, reasoningTokens: 0}},
   ];
-}
-
-type Chunk = ChatCompletionChunk & {timings?: Timings};
-
-/** One content chunk (role, the whole answer, its logprobs), the finish chunk, and the usage chunk when asked. */
-export function decisionChunks(who: {id: string; created: number; model: string}, events: GenerationEvent[], includeUsage: boolean): Chunk[] {
-  const text = events.find((e) => e.type === "text") as Extract<GenerationEvent, {type: "text"}>;
-  const done = events.find((e) => e.type === "done") as Extract<GenerationEvent, {type: "done"}>;
-  const base = {id: who.id, object: "chat.completion.chunk" as const, created: who.created, model: who.model, ...(includeUsage ? {usage: null} : {})};
-  const chunks: Chunk[] = [
-    {...base, choices: [{index: 0, delta: {role: "assistant", content: text.text}, logprobs: done.logprobs ? {content: done.logprobs, refusal: null} : null,
-      finish_reason: null}]},
-    {...base, choices: [{index: 0, delta: {}, logprobs: null, finish_reason: "stop"}], timings: done.timings},
-  ];
-  if (includeUsage) chunks.push({...base, choices: [], usage: chatUsage(done.usage), timings: done.timings});
-  return chunks;
 }

@@ -7,7 +7,7 @@ import type {GenerationEvent} from "../../../core/generation.ts";
 import type {TemplateMessage} from "../../../core/messages.ts";
 import type {GuardLease} from "../../../side-models/guard/runner.ts";
 import {GuardWatch, type GuardEvent, type GuardSummary} from "../../../side-models/guard/watch.ts";
-import type {ReplyWatcher} from "../../serve-generation.ts";
+import type {ChatWatcher} from "../../model-router.ts";
 import type {GuardAsk} from "./options.ts";
 
 /** What a client sees besides the verdicts: the reply was not watched (SVC_GUARD_STREAMS replies already are). */
@@ -38,7 +38,7 @@ export function lastUserText(messages: readonly TemplateMessage[]): string {
   return "";
 }
 
-export class ChatGuard implements ReplyWatcher {
+export class ChatGuard implements ChatWatcher {
   private readonly events: GuardWireEvent[] = [];
   private send: ((data: unknown) => void) | null = null;
   private readonly unsent: GuardWireEvent[] = [];
@@ -91,6 +91,10 @@ export class ChatGuard implements ReplyWatcher {
   }
 
   /** The non-streamed body's `svc_guard`: every event in order, and the summary (null when not watched). */
+  finishBody<B extends object>(body: B): B {
+    return {...body, svc_guard: this.bodyField()};
+  }
+
   bodyField(): {events: GuardWireEvent[]; summary: GuardSummary | null} {
     return {events: [...this.events], summary: this.summary};
   }

@@ -9,14 +9,9 @@ import {GUARD_HEADER, parseGuardAsk} from "./options.ts";
 
 export {ChatGuard} from "./chat-guard.ts";
 
-export function openChatGuard(deps: ServerDeps, req: FastifyRequest, guardField: unknown, request: GenerationRequest, who: ChatIdentity): ChatGuard | null {
+export function openChatGuard(deps: Pick<ServerDeps, "config" | "side">, req: FastifyRequest, guardField: unknown, request: GenerationRequest, who: ChatIdentity): ChatGuard | null {
   const ask = parseGuardAsk(guardField, req.headers[GUARD_HEADER], deps.side, {flag: deps.config.guardFlag});
   if (!ask) return null;
   const userText = request.prompt.kind === "chat" ? lastUserText(request.prompt.messages) : "";
   return new ChatGuard(ask, userText, who, {streams: deps.config.guardStreams, lagChars: deps.config.guardLag, finalS: deps.config.guardFinal});
-}
-
-/** The non-streamed body with the guard's events and summary added (made once the reply is finished). */
-export function withGuard<B extends object>(body: B, guard: ChatGuard | null): B {
-  return guard ? {...body, svc_guard: guard.bodyField()} : body;
 }

@@ -1,11 +1,14 @@
-// A chat-completions body for the small generation model → GenerationRequest. The chat dialect's own
-// decode does the work (messages, budget, stops, sampling, stream options); this adds what small
-// generation refuses (it is text only: no tools, no schema, no logprobs, no thinking, no guard) and its
-// sampling defaults (temperature 1.0, top_k 20, presence_penalty 2.0 where the request sets none).
+// Small generation (model nx3.5-2b) as the chat route serves it: its own handle (engine, pipeline, template,
+// identity) through the same chat dialect and serveGeneration as the main model, with its rules on top: what it
+// refuses (it is text only: no tools, no schema, no logprobs, no thinking, no guard), its sampling defaults
+// (temperature 1.0, top_k 20, presence_penalty 2.0 where the request sets none) and its prompt limit. Sessions
+// and the coding-agent mapping do not apply to it; neither does the prompt cache.
 
 import {invalidField} from "../../../core/errors.ts";
-import {decodeChat, type ChatDecodeContext, type DecodedChat} from "../../dialects/chat/decode.ts";
-import {SMALL_GENERATION_SAMPLING} from "../../../side-models/small-generation/limits.ts";
+import type {ServedModel} from "../../model-router.ts";
+import {checkSmallPrompt, SMALL_GENERATION_SAMPLING} from "../../../side-models/small-generation/limits.ts";
+import type {SmallGenerationRunner} from "../../../side-models/small-generation/runner.ts";
+import type {Logger} from "../../../observability/log.ts";
 
 const TEXT_ONLY = "small generation is text only";
 
@@ -55,17 +58,19 @@ function refuseWhatSmallGenerationLacks(model: string, body: Record<string, unkn
   }
 }
 
-export function decodeSmallGeneration(model: string, raw: unknown, ctx: ChatDecodeContext): DecodedChat {
-  if (typeof raw === "object" && raw !== null && !Array.isArray(raw)) refuseWhatSmallGenerationLacks(model, raw as Record<string, unknown>);
-  const decoded = decodeChat(raw, ctx);
-  const {body, request} = decoded;
-  const d = SMALL_GENERATION_SAMPLING;
-  request.sampling = {
-    ...request.sampling,
-    temperature: body.temperature ?? d.temperature,
-    topK: body.top_k ?? d.topK,
-    presencePenalty: body.presence_penalty ?? d.presencePenalty,
+/** The rules the chat dialect applies for the small model (unit-tested without a model). */
+export function smallGenerationRules(model: string): Required<Pick<ServedModel, "screen" | "samplingDefaults" | "thinkingOff">> {
+  return {screen: (body) => refuseWhatSmallGenerationLacks(model, body), samplingDefaults: {...SMALL_GENERATION_SAMPLING}, thinkingOff: true};
+}
+
+export function smallGenerationModel(runner: SmallGenerationRunner, opts: {queueTimeoutMs: number; maxToolCalls: number; logger: Logger}): ServedModel {
+  return {
+    handle: runner.handle(opts),
+    id: runner.id,
+    chatRoute: "chat_small_generation",
+    sessions: false,
+    guarded: false,
+    ...smallGenerationRules(runner.id),
+    checkPrompt: (promptTokens) => checkSmallPrompt(runner.id, promptTokens, runner.contextSize),
   };
-  if (request.prompt.kind === "chat") request.prompt.enableThinking = false;
-  return decoded;
 }
