@@ -14,7 +14,9 @@ import {SmallGenerationRunner} from "../../../side-models/small-generation/runne
 import {decodeSmallGeneration} from "./decode.ts";
 
 export async function serveSmallGeneration(deps: ServerDeps, runner: SideRunner, req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
-  if (!(runner instanceof SmallGenerationRunner)) throw new ApiError("server_error", `internal error: ${runner.id} is not served by the small-generation runner`);
+  if (!(runner instanceof SmallGenerationRunner)) {
+    throw new ApiError("server_error", `internal error: ${runner.id} is not served by the small-generation runner`);
+  }
   const model = runner.handle({queueTimeoutMs: deps.config.queueTimeout * 1000, maxToolCalls: deps.config.maxToolCalls, logger: deps.logger});
   const id = `chatcmpl-${randomBytes(12).toString("hex")}`;
   const abort = hangUpSignal(req, reply);
