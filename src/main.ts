@@ -40,10 +40,12 @@ async function main(): Promise<void> {
   // On remote replicas there are no local decode threads, and Node's worker pool does not decode.
   const engineFields = info.remote ? {replicas: info.remote.replicas.length}
     : {threads: info.threads, uv_threadpool: process.env.UV_THREADPOOL_SIZE ?? "unset"};
-  logger.info(`listening on ${address}`, {model: config.modelId, regions: info.regions, ctx: info.contextSize, ...engineFields, auth: config.apiKey ? "key" : "off"});
+  logger.info(`listening on ${address}`, {model: config.modelId, regions: info.regions, ctx: info.contextSize, ...engineFields,
+    auth: config.apiKey ? "key" : "off"});
   // Node reads it before any of our code runs, so it can only come from the environment (`npm start` sets 1).
   if (process.env.UV_THREADPOOL_SIZE === undefined && !info.remote) {
-    logger.warn("UV_THREADPOOL_SIZE is not set: the engine's decodes hop across Node's 4 worker threads and run slower; start with `npm start` or set UV_THREADPOOL_SIZE=1 (README, Performance)");
+    logger.warn("UV_THREADPOOL_SIZE is not set: the engine's decodes hop across Node's 4 worker threads and run slower; " +
+      "start with `npm start` or set UV_THREADPOOL_SIZE=1 (README, Performance)");
   }
 
   let stopping = false;

@@ -63,7 +63,8 @@ export interface ServeOptions<Body> {
 }
 
 /** `model`: the main model, or a side model that generates (small generation) with a handle of its own. */
-export async function serveGeneration<Body>(deps: ServerDeps, model: ModelHandle, req: FastifyRequest, reply: FastifyReply, opts: ServeOptions<Body>): Promise<void> {
+export async function serveGeneration<Body>(deps: ServerDeps, model: ModelHandle, req: FastifyRequest, reply: FastifyReply,
+  opts: ServeOptions<Body>): Promise<void> {
   const t0 = performance.now();
   const {genRequest} = opts;
   let run: GenerationRun | null = null;
@@ -134,14 +135,17 @@ export async function serveGeneration<Body>(deps: ServerDeps, model: ModelHandle
     const apiErr = toApiError(err);
     status = apiErr.status;
     error = apiErr.message;
-    if (apiErr.status >= 500 && apiErr.kind !== "engine_busy") deps.logger.error("request failed", {id: genRequest.requestId, error: (err as Error)?.stack ?? String(err)});
+    if (apiErr.status >= 500 && apiErr.kind !== "engine_busy") {
+      deps.logger.error("request failed", {id: genRequest.requestId, error: (err as Error)?.stack ?? String(err)});
+    }
     sendError(reply, apiErr);
   } finally {
     opts.watcher?.close();
     run?.close();
     stopRunning?.();
     const phases = run?.summary.stats.phases ?? null;
-    deps.stats.recordFinished({route: opts.route, status, timings, phases, structured: genRequest.grammar !== null || (genRequest.tools?.tools.some((t) => t.strict && t.enforced) ?? false)});
+    deps.stats.recordFinished({route: opts.route, status, timings, phases,
+      structured: genRequest.grammar !== null || (genRequest.tools?.tools.some((t) => t.strict && t.enforced) ?? false)});
     const st = model.engine.status();
     logRequest(deps.logger, {
       requestId: genRequest.requestId,

@@ -113,7 +113,10 @@ export const SETTINGS = {
     doc: "Model id reported by `/v1/models` and in every response."}),
   chatTemplate: s<string | undefined>({name: "SVC_CHAT_TEMPLATE", shown: "unset (the model's own)", fallback: () => undefined, parse: text({nonEmpty: true}),
     rule: "must be the path of a Jinja chat template file",
-    doc: "A Jinja chat template file (`~` expanded) used for the main model instead of the GGUF's own (`tokenizer.chat_template`), for models whose template is missing or broken. A file that cannot be read or does not parse stops the start, naming the line; `/health` → `chat_template.source` shows which template is in use (see Chat templates)."}),
+    doc: "A Jinja chat template file (`~` expanded) used for the main model instead of the " +
+      "GGUF's own (`tokenizer.chat_template`), for models whose template is missing or " +
+      "broken. A file that cannot be read or does not parse stops the start, naming the line; " +
+      "`/health` → `chat_template.source` shows which template is in use (see Chat templates)."}),
   host: s({name: "SVC_HOST", shown: "`127.0.0.1`", fallback: () => "127.0.0.1", parse: text({nonEmpty: true, noSpace: true}),
     rule: "must be a host name or address", doc: "Address to listen on (`0.0.0.0` for all interfaces)."}),
   port: s({name: "SVC_PORT", shown: "`8731`", fallback: () => 8731, parse: int(0, 65535), rule: "must be an integer from 0 to 65535",
@@ -123,9 +126,15 @@ export const SETTINGS = {
     doc: "When set, every route but `GET /health` needs `Authorization: Bearer <key>` or `x-api-key: <key>`."}),
   parallel: s({name: "SVC_PARALLEL", shown: "`4`", fallback: () => 4, parse: int(1, 64), rule: "must be an integer from 1 to 64",
     doc: "KV regions (sequences) in the context: requests decoded at once. Each region reserves `SVC_CTX_SIZE` positions."}),
-  ctxSize: s<number | undefined>({name: "SVC_CTX_SIZE", shown: "unset (8192, or the training length when shorter)", fallback: () => undefined, parse: int(256, 1 << 20),
-    rule: "must be an integer from 256 to 1048576",
-    doc: "Context positions per region (prompt plus reply); each of the `SVC_PARALLEL` regions reserves this many, so the context holds `SVC_CTX_SIZE × SVC_PARALLEL` positions in all. Unset: 8192, or the model's training length when that is shorter. A value set here is used as asked, also past the training length (as llama-server's `-c`): the start then logs a warning naming both lengths, and quality past the training length depends on the RoPE scaling the GGUF declares (llama.cpp applies the file's own, YaRN only when the file says so; with none, positions past the training length are extrapolated). `/health` → `context` shows the training length, the positions in use and the scaling applied."}),
+  ctxSize: s<number | undefined>({name: "SVC_CTX_SIZE", shown: "unset (8192, or the training length when shorter)", fallback: () => undefined,
+    parse: int(256, 1 << 20), rule: "must be an integer from 256 to 1048576",
+    doc: "Context positions per region (prompt plus reply); each of the `SVC_PARALLEL` regions reserves this " +
+      "many, so the context holds `SVC_CTX_SIZE × SVC_PARALLEL` positions in all. Unset: 8192, or the model's " +
+      "training length when that is shorter. A value set here is used as asked, also past the training length " +
+      "(as llama-server's `-c`): the start then logs a warning naming both lengths, and quality past the " +
+      "training length depends on the RoPE scaling the GGUF declares (llama.cpp applies the file's own, YaRN " +
+      "only when the file says so; with none, positions past the training length are extrapolated). `/health` " +
+      "→ `context` shows the training length, the positions in use and the scaling applied."}),
   threads: s<number | undefined>({name: "SVC_THREADS", shown: "CPU cores", fallback: () => undefined, parse: int(1, 1024),
     rule: "must be an integer from 1 to 1024", doc: "Threads for the engine."}),
   decodeThreads: s<"auto" | number>({name: "SVC_DECODE_THREADS", shown: "`auto`", fallback: () => "auto" as const,
@@ -140,26 +149,51 @@ export const SETTINGS = {
       "thread count, so it never joins a batch. Greedy output does not depend on this setting."}),
   engine: s<string[] | undefined>({name: "SVC_ENGINE", shown: "unset (in-process engine)", fallback: () => undefined, parse: engineUrls,
     rule: "must be a comma-separated list of distinct http:// or https:// engine server URLs (e.g. http://10.0.0.5:8080,http://10.0.0.6:8080)",
-    doc: "Remote engine replicas instead of the in-process engine: llama-server instances serving the same GGUF as `SVC_MODEL` (whose vocabulary svc reads, without loading the weights). svc keeps the dialects, templates, grammars, tools and reasoning split, sends token ids, routes each request to the replica that holds the longest prefix of its prompt, polls each replica's `/health` and takes dead ones out. An unreachable replica, or one whose tokenizer or chat template differs, stops the start. Named sessions (`SVC_FORK`) stay on the replica that served them. See Remote engines."}),
+    doc: "Remote engine replicas instead of the in-process engine: llama-server instances serving the " +
+      "same GGUF as `SVC_MODEL` (whose vocabulary svc reads, without loading the weights). svc keeps the " +
+      "dialects, templates, grammars, tools and reasoning split, sends token ids, routes each request to " +
+      "the replica that holds the longest prefix of its prompt, polls each replica's `/health` and takes " +
+      "dead ones out. An unreachable replica, or one whose tokenizer or chat template differs, stops the " +
+      "start. Named sessions (`SVC_FORK`) stay on the replica that served them. See Remote engines."}),
   routing: s({name: "SVC_ROUTING", shown: "`prefix`", fallback: () => "prefix" as const, parse: oneOf("prefix", "round-robin"),
     rule: "must be prefix or round-robin",
-    doc: "With `SVC_ENGINE`: `prefix` sends a request to the replica that holds the longest prefix of its prompt (the least loaded one when that replica has no free slot or nobody holds any); `round-robin` takes replicas in turn (for comparison: `npm run bench:replicas`)."}),
+    doc: "With `SVC_ENGINE`: `prefix` sends a request to the replica that holds the longest prefix " +
+      "of its prompt (the least loaded one when that replica has no free slot or nobody holds " +
+      "any); `round-robin` takes replicas in turn (for comparison: `npm run bench:replicas`)."}),
   engineBuild: s({name: "SVC_ENGINE_BUILD", shown: "`prebuilt`", fallback: () => "prebuilt" as const, parse: oneOf("prebuilt", "openmp"),
     rule: "must be prebuilt or openmp",
-    doc: "`openmp` builds the engine library once from the llama.cpp source node-llama-cpp bundles, with OpenMP and tuned for this CPU (about 5 minutes on 2 cores; needs cmake and a C++ compiler), keeps the build under `SVC_MODELS_DIR/engine-builds` so a reinstall (`npm ci`) restores it instead of building again, and runs it. Measured gains vary by machine (none to 20% in decode here, see README, Performance). `prebuilt` runs node-llama-cpp's binary. KV states on disk are kept per build."}),
+    doc: "`openmp` builds the engine library once from the llama.cpp source node-llama-cpp bundles, with " +
+      "OpenMP and tuned for this CPU (about 5 minutes on 2 cores; needs cmake and a C++ compiler), keeps " +
+      "the build under `SVC_MODELS_DIR/engine-builds` so a reinstall (`npm ci`) restores it instead of " +
+      "building again, and runs it. Measured gains vary by machine (none to 20% in decode here, see " +
+      "README, Performance). `prebuilt` runs node-llama-cpp's binary. KV states on disk are kept per build."}),
   promptPiece: s({name: "SVC_PROMPT_PIECE", shown: "`64`", fallback: () => 64, parse: powerOfTwo(16, 512),
     rule: "must be a power of two from 16 to 512",
-    doc: "Prompts are evaluated in pieces that end at multiples of this size, so greedy output does not depend on batching; also the cancellation granularity of a long prompt."}),
+    doc: "Prompts are evaluated in pieces that end at multiples of this size, so greedy " +
+      "output does not depend on batching; also the cancellation granularity of a long prompt."}),
   flashAttention: s({name: "SVC_FLASH_ATTENTION", shown: "`1`", fallback: () => true, parse: flag(), rule: FLAG_RULE,
-    doc: "Flash attention in the generation model's context. On, a decode step's numbers for a position do not depend on the rows decoded after it, which is what makes prompt-lookup speculation exact; it was also about 8% faster here. Part of the disk tier's state identity: states written under the other setting are not loaded."}),
+    doc: "Flash attention in the generation model's context. On, a decode step's numbers for a position do not " +
+      "depend on the rows decoded after it, which is what makes prompt-lookup speculation exact; it was also about " +
+      "8% faster here. Part of the disk tier's state identity: states written under the other setting are not loaded."}),
   speculation: s({name: "SVC_SPECULATION", shown: "`auto`", fallback: () => "auto" as const, parse: oneOf("auto", "on", "off"),
     rule: "must be auto, on or off",
-    doc: "Prompt-lookup speculation for greedy requests (temperature 0, no schema, no penalties, no logprobs): a token that continues a stretch the prompt already holds is proposed as a draft and verified in the same step; output is byte-identical to plain greedy. `auto` measures at start what a 2-token step costs against a 1-token step and drafts only while the lookup's hit rate on the request makes that pay, and only when no other request is generating; `on` drafts whenever the lookup has a proposal; `off` never. Needs `SVC_FLASH_ATTENTION=1` (`on` with it off stops the start)."}),
+    doc: "Prompt-lookup speculation for greedy requests (temperature 0, no schema, no penalties, no " +
+      "logprobs): a token that continues a stretch the prompt already holds is proposed as a draft and " +
+      "verified in the same step; output is byte-identical to plain greedy. `auto` measures at start what a " +
+      "2-token step costs against a 1-token step and drafts only while the lookup's hit rate on the request " +
+      "makes that pay, and only when no other request is generating; `on` drafts whenever the lookup has a " +
+      "proposal; `off` never. Needs `SVC_FLASH_ATTENTION=1` (`on` with it off stops the start)."}),
   promptCache: s({name: "SVC_PROMPT_CACHE", shown: "`1`", fallback: () => true, parse: flag(), rule: FLAG_RULE,
-    doc: "Reuse the prompt prefix a free region still holds from its last request (only where the reused numbers are exactly what a cold evaluation computes, so output is unchanged). `0` evaluates every prompt in full."}),
+    doc: "Reuse the prompt prefix a free region still holds from its last request (only where the reused numbers " +
+      "are exactly what a cold evaluation computes, so output is unchanged). `0` evaluates every prompt in full."}),
   exactReuse: s({name: "SVC_EXACT_REUSE", shown: "`auto`", fallback: () => "auto" as const, parse: oneOf("auto", "pieces"),
     rule: "must be auto or pieces",
-    doc: "How the prompt cache proves reused KV exact. `auto` probes the model at start (about 400 token evaluations, once per model, engine build and threads: the verdict is kept under `SVC_MODELS_DIR/probes`); where a row's numbers depend only on whether its prompt piece was tiled (the default model, and the start log says so), a prompt resumes anywhere in a shared prefix and a reply is reusable as decoded, with no re-evaluation. `pieces` (and `auto` when the probe finds otherwise) reuses only up to a piece cut both prompts share and re-evaluates (\"seals\") each reply in pieces while the engine is idle."}),
+    doc: "How the prompt cache proves reused KV exact. `auto` probes the model at start (about 400 token " +
+      "evaluations, once per model, engine build and threads: the verdict is kept under `SVC_MODELS_DIR/probes`); " +
+      "where a row's numbers depend only on whether its prompt piece was tiled (the default model, and the start " +
+      "log says so), a prompt resumes anywhere in a shared prefix and a reply is reusable as decoded, with no " +
+      "re-evaluation. `pieces` (and `auto` when the probe finds otherwise) reuses only up to a piece cut both " +
+      "prompts share and re-evaluates (\"seals\") each reply in pieces while the engine is idle."}),
   queueTimeout: s({name: "SVC_QUEUE_TIMEOUT", shown: "`60`", fallback: () => 60, parse: num(0.1, 86400), rule: "must be a number of seconds from 0.1 to 86400",
     doc: "A request that cannot start within this many seconds gets 503 `engine_busy` with `Retry-After`."}),
   keepalive: s({name: "SVC_KEEPALIVE_S", shown: "`10`", fallback: () => 10, parse: num(0.05, 3600), rule: "must be a number of seconds from 0.05 to 3600",
@@ -176,8 +210,10 @@ export const SETTINGS = {
     rule: "must be one of auto, bar, lines", doc: "Download progress: a bar on a terminal (`auto`), or log lines."}),
   cacheDir: s<string | undefined>({name: "SVC_CACHE_DIR", shown: "unset", fallback: () => undefined, parse: text({nonEmpty: true}),
     rule: "must be a directory path",
-    doc: "Disk tier of the prompt cache: held conversations evicted from memory are written here and loaded back when a prompt continues them; live session handles survive restarts."}),
-  cacheDiskMb: s({name: "SVC_CACHE_DISK_MB", shown: "`4096`", fallback: () => 4096, parse: int(1, 1 << 24), rule: "must be an integer number of MiB from 1 to 16777216",
+    doc: "Disk tier of the prompt cache: held conversations evicted from memory are written " +
+      "here and loaded back when a prompt continues them; live session handles survive restarts."}),
+  cacheDiskMb: s({name: "SVC_CACHE_DISK_MB", shown: "`4096`", fallback: () => 4096, parse: int(1, 1 << 24),
+    rule: "must be an integer number of MiB from 1 to 16777216",
     doc: "Byte budget of the disk tier (`SVC_CACHE_DIR`); the least recently used states are removed to stay within it."}),
   fork: s({name: "SVC_FORK", shown: "`0`", fallback: () => false, parse: flag(), rule: FLAG_RULE,
     doc: "Named sessions: `X-Svc-Keep` / `X-Svc-From` headers (see Sessions)."}),
@@ -186,7 +222,9 @@ export const SETTINGS = {
   forkTtl: s({name: "SVC_FORK_TTL_S", shown: "`600`", fallback: () => 600, parse: num(1, 31_536_000), rule: "must be a number of seconds from 1 to 31536000",
     doc: "Unused session names are released after this many seconds."}),
   forkMap: s<"coding-agent" | undefined>({name: "SVC_FORK_MAP", shown: "unset", fallback: () => undefined, parse: oneOf("coding-agent"),
-    rule: "must be coding-agent", doc: "With `SVC_FORK=1`: the server names a session per coding-agent thread (Claude Code on `/v1/messages`, Codex on `/v1/responses`) and resumes each thread from its own state."}),
+    rule: "must be coding-agent",
+    doc: "With `SVC_FORK=1`: the server names a session per coding-agent thread (Claude Code " +
+      "on `/v1/messages`, Codex on `/v1/responses`) and resumes each thread from its own state."}),
   grammar: s({name: "SVC_GRAMMAR", shown: "`1`", fallback: () => true, parse: flag(), rule: FLAG_RULE,
     doc: "JSON-schema enforcement during decoding (`response_format`); 0 refuses schema requests with 400."}),
   schemaEscape: s({name: "SVC_SCHEMA_ESCAPE", shown: "`on`", fallback: () => true, parse: flag(), rule: FLAG_RULE,
@@ -194,10 +232,14 @@ export const SETTINGS = {
   strictTools: s({name: "SVC_STRICT_TOOLS", shown: "`1`", fallback: () => true, parse: flag(), rule: FLAG_RULE,
     doc: "Enforce `strict` tool schemas; 0 accepts strict without enforcing it."}),
   maxToolCalls: s({name: "SVC_MAX_TOOL_CALLS", shown: "`32`", fallback: () => 32, parse: int(1, 1024), rule: "must be an integer from 1 to 1024",
-    doc: "Most tool calls in one reply, strict or not: generation stops when this many calls have closed, and the reply ends as a reply of calls (`finish_reason: tool_calls`, `stop_reason: tool_use`). Bounds a model that goes on calling under a forced `tool_choice`; the request's log line shows `tool_call_cap=N` when a reply was ended by it."}),
+    doc: "Most tool calls in one reply, strict or not: generation stops when this many calls have " +
+      "closed, and the reply ends as a reply of calls (`finish_reason: tool_calls`, " +
+      "`stop_reason: tool_use`). Bounds a model that goes on calling under a forced " +
+      "`tool_choice`; the request's log line shows `tool_call_cap=N` when a reply was ended by it."}),
   npuModels: s<string | undefined>({name: "SVC_NPU_MODELS", shown: "unset", fallback: () => undefined, parse: text({nonEmpty: true}),
     rule: "must be a comma-separated list of side-model ids or paths",
-    doc: "Side models served beside the main model: ids (`default` for the usual set), `id=source` to point an id at another file, or absolute directories of own fine-tunes."}),
+    doc: "Side models served beside the main model: ids (`default` for the usual set), " +
+      "`id=source` to point an id at another file, or absolute directories of own fine-tunes."}),
   npuQueue: s({name: "SVC_NPU_QUEUE", shown: "`64`", fallback: () => 64, parse: int(1, 100_000), rule: "must be an integer from 1 to 100000",
     doc: "Side-model passes that may wait on the executor."}),
   npuEmbBatch: s({name: "SVC_NPU_EMB_BATCH", shown: "`1`", fallback: () => true, parse: flag(), rule: FLAG_RULE,

@@ -221,7 +221,9 @@ function typed(raw: Raw, path: string, depth: number, ctx: NormContext): Node {
   const types = typeList(raw, path);
   for (const kw of ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"]) {
     const v = raw[kw];
-    if (has(raw, kw) && typeof v !== "number" && !(typeof v === "boolean" && kw.startsWith("exclusive"))) throw invalid(path + seg(kw), `${kw} must be a number`);
+    if (has(raw, kw) && typeof v !== "number" && !(typeof v === "boolean" && kw.startsWith("exclusive"))) {
+      throw invalid(path + seg(kw), `${kw} must be a number`);
+    }
   }
   // Every keyword is checked whatever the type, so a bad subschema is reported even where unused.
   const str = bounds(raw, "minLength", "maxLength", path);

@@ -49,7 +49,8 @@ export class ToolBuild {
     if (parameters !== null) {
       if (typeof parameters !== "object" || Array.isArray(parameters)) throw invalid("", "a strict tool's parameters must be an object schema");
       const defs = collectDefs(parameters);
-      const ctx: NormContext = {root: parameters, defs, closedObjects: s.closedObjects, toolSchema: true, maxEnum: s.maxEnum, maxDepth: s.maxDepth, tick: this.tick};
+      const ctx: NormContext = {root: parameters, defs, closedObjects: s.closedObjects, toolSchema: true,
+        maxEnum: s.maxEnum, maxDepth: s.maxDepth, tick: this.tick};
       root = normalize(parameters, "", 0, ctx);
       for (const [id, def] of defs) this.nodes.set(id, {node: normalize(def.raw, def.path, 1, ctx), path: def.path});
       // `$ref: "#"` inside a parameter means the whole parameters object: a rule of its own here, since

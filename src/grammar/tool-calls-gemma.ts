@@ -23,7 +23,9 @@ const CLOSE = "}" + GEMMA.close;
 
 /** A key as Gemma writes it, or a SchemaError for one it cannot write. */
 function gemmaKey(k: string): string {
-  if (!BARE_KEY.test(k)) throw new SchemaError(`schema: the key ${JSON.stringify(k)} cannot be written in a Gemma tool call (keys are bare: letters, digits, "_", ".", "-")`, "");
+  if (!BARE_KEY.test(k)) {
+    throw new SchemaError(`schema: the key ${JSON.stringify(k)} cannot be written in a Gemma tool call (keys are bare: letters, digits, "_", ".", "-")`, "");
+  }
   return k;
 }
 

@@ -74,6 +74,7 @@ export function xmlAfter(b: ToolBuild, s: XmlCallSyntax, more: boolean, names: s
  * make the header ambiguous. */
 function checkXmlName(key: string, stop: string): void {
   if (key === "" || /[\r\n]/.test(key) || key.includes(stop)) {
-    throw invalid(seg("properties") + seg(key), `the parameter name ${JSON.stringify(key)} cannot be written in this tool-call syntax (empty, or it holds ${JSON.stringify(stop)} or a line break)`);
+    throw invalid(seg("properties") + seg(key),
+      `the parameter name ${JSON.stringify(key)} cannot be written in this tool-call syntax (empty, or it holds ${JSON.stringify(stop)} or a line break)`);
   }
 }

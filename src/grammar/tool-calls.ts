@@ -208,22 +208,28 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "obj
 
 /** What makes a parameters schema unfit for one-parameter-per-phase enforcement before compiling it. */
 function structuralProblem(parameters: unknown): {reason: string; path: string} | null {
-  const notObject = (why: string) => ({reason: `the parameters schema is not an object schema (${why}); a strict tool's parameters must be {"type": "object", "properties": {...}}`, path: ""});
+  const notObject = (why: string) => ({
+    reason: `the parameters schema is not an object schema (${why}); a strict tool's parameters must be {"type": "object", "properties": {...}}`,
+    path: ""});
   if (!isObject(parameters)) return notObject(parameters === null ? "null" : Array.isArray(parameters) ? "an array" : typeof parameters);
   const type = parameters.type;
   if (type !== undefined && !(type === "object" || (Array.isArray(type) && type.includes("object")))) return notObject(`type ${JSON.stringify(type)}`);
   if (type === undefined && !Object.hasOwn(parameters, "properties")) return notObject("no type and no properties");
   // The arguments are written one parameter per phase, so the top level must be one list of properties.
   for (const kw of ["anyOf", "oneOf", "$ref", "enum", "const"]) {
-    if (Object.hasOwn(parameters, kw)) return {reason: `parameters/${kw}: the top level of a strict tool's parameters must be one object schema, not ${kw}`, path: seg(kw)};
+    if (Object.hasOwn(parameters, kw)) {
+      return {reason: `parameters/${kw}: the top level of a strict tool's parameters must be one object schema, not ${kw}`, path: seg(kw)};
+    }
   }
   const extra = parameters.additionalProperties;
   if (extra !== undefined && extra !== false) {
-    return {reason: "parameters/additionalProperties: the tool allows parameters it does not declare (additionalProperties at the top level must be false or absent)", path: "/additionalProperties"};
+    return {reason: "parameters/additionalProperties: the tool allows parameters it does not declare " +
+      "(additionalProperties at the top level must be false or absent)", path: "/additionalProperties"};
   }
   const props = parameters.properties;
   if (isObject(props) && Object.keys(props).length > MAX_STRICT_PARAMETERS) {
-    return {reason: `parameters/properties: ${Object.keys(props).length} parameters (a strict tool is enforced with at most ${MAX_STRICT_PARAMETERS})`, path: "/properties"};
+    return {reason: `parameters/properties: ${Object.keys(props).length} parameters (a strict tool is enforced with at most ${MAX_STRICT_PARAMETERS})`,
+      path: "/properties"};
   }
   return null;
 }
@@ -243,7 +249,9 @@ export function strictEligibility(parameters: unknown, syntax?: CallSyntax, comp
     if (syntax !== undefined) argumentGrammar(syntax, {name: "eligibility", parameters, strict: true}, [], compile);
   } catch (err) {
     if (!(err instanceof SchemaError)) throw err;
-    if (err.keyword !== null) return {enforce: false, reason: `parameters${err.path}: the keyword "${err.keyword}" is not supported in a strict tool's parameters`};
+    if (err.keyword !== null) {
+      return {enforce: false, reason: `parameters${err.path}: the keyword "${err.keyword}" is not supported in a strict tool's parameters`};
+    }
     return {enforce: false, reason: err.message};
   }
   return {enforce: true};

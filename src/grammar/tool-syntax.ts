@@ -112,7 +112,9 @@ export function checkSyntax(syntax: CallSyntax): void {
       break;
     case "named":
       if (syntax.open === "" && syntax.section === null) bad(syntax, "a call needs an opening marker");
-      if (syntax.nameEnd === "" || /^[a-zA-Z0-9_:-]/.test(syntax.nameEnd)) bad(syntax, "nameEnd must end the name (start with a character no name or index holds)");
+      if (syntax.nameEnd === "" || /^[a-zA-Z0-9_:-]/.test(syntax.nameEnd)) {
+        bad(syntax, "nameEnd must end the name (start with a character no name or index holds)");
+      }
       break;
     case "xml":
       checkXml(syntax);

@@ -5,7 +5,8 @@
 import {ApiError} from "../core/errors.ts";
 import {commonPrefix, EngineCancelledError, type CutPlan, type DecodeEnd, type DecodeStats, type Engine, type KeepHook, type RegionLease,
   type ResumeState} from "../engine/index.ts";
-import type {FinishReason, GenerationEvent, GenerationRequest, SessionOutcome, Timings, TokenAlternative, TokenLogprob, UsageCounts} from "../core/generation.ts";
+import type {FinishReason, GenerationEvent, GenerationRequest, SessionOutcome, Timings, TokenAlternative, TokenLogprob,
+  UsageCounts} from "../core/generation.ts";
 import type {ChatTemplate} from "../templates/chat-template.ts";
 import type {SessionPort, SessionTicket} from "../sessions/session-port.ts";
 import type {Logger} from "../observability/log.ts";
@@ -100,7 +101,8 @@ export class GenerationRun implements AsyncIterable<GenerationEvent> {
     const steering = this.plan.steering
       ? new ReplySteering(this.plan.steering, {push: textView(detokenize), tokenize: (text) => engine.tokenize(text, {special: true})})
       : null;
-    const run = lease.decode({prompt: this.promptTokens, plan: this.cutPlan, sampling: req.sampling, maxTokens: this.maxTokens, stopTokenIds: stopIds, signal: req.signal,
+    const run = lease.decode({prompt: this.promptTokens, plan: this.cutPlan, sampling: req.sampling, maxTokens: this.maxTokens,
+      stopTokenIds: stopIds, signal: req.signal,
       logprobs: req.logprobs ?? undefined, grammar: (this.plan.grammar ?? steering?.initial) ?? undefined, steering: steering ?? undefined});
     const logprobs: TokenLogprob[] | null = req.logprobs ? [] : null;
     const detok = new IncrementalDetokenizer(detokenize);
@@ -288,7 +290,9 @@ export class GenerationPipeline {
       messages = this.pastCalls.writeInto(messages, syntax, generic ? [] : familyOf(this.template).preserved, (m) => shown === "none" || m.content !== "");
     }
     const tools = req.tools;
-    if (!tools || tools.choice.kind === "none" || !generic) return buildPrompt({...spec, messages}, this.engine, this.template, req.promptField, this.replyTokens);
+    if (!tools || tools.choice.kind === "none" || !generic) {
+      return buildPrompt({...spec, messages}, this.engine, this.template, req.promptField, this.replyTokens);
+    }
     const text = genericToolsPrompt(tools.tools, {parallel: tools.parallel});
     const [first, ...rest] = messages;
     messages = first && first.role === "system"

@@ -49,7 +49,8 @@ export class PastCalls {
    * content in `syntax` (pieces: the syntax's special markers stay template text, names and arguments are client
    * text). `preserved`: the family's special markers; a custom syntax leaves the messages as they are.
    */
-  writeInto(messages: readonly TemplateMessage[], syntax: CallSyntax, preserved: readonly string[], hidden: (m: TemplateMessage) => boolean): TemplateMessage[] {
+  writeInto(messages: readonly TemplateMessage[], syntax: CallSyntax, preserved: readonly string[],
+    hidden: (m: TemplateMessage) => boolean): TemplateMessage[] {
     return messages.map((m) => {
       if (m.role !== "assistant" || !m.tool_calls || m.tool_calls.length === 0 || !hidden(m)) return m;
       const replied = this.asReplied(m.content, m.tool_calls);

@@ -38,7 +38,8 @@ export function createToolCallGrammars(syntax: CallSyntax | null, tools: ToolsRe
   const calls = syntax ?? GENERIC_CALLS;
   const choice = tools.choice;
   const callable = choice.kind === "named" ? tools.tools.filter((t) => t.name === choice.name) : tools.tools;
-  const byName = new Map<string, ToolSpec>(callable.map((t) => [t.name, servedAs(calls, {name: t.name, parameters: t.parameters ?? {type: "object"}, strict: t.enforced})]));
+  const byName = new Map<string, ToolSpec>(callable.map((t) => [t.name,
+    servedAs(calls, {name: t.name, parameters: t.parameters ?? {type: "object"}, strict: t.enforced})]));
   const names = [...byName.keys()];
   const phaseGrammar = (phase: CallPhase): PhaseGrammar => {
     switch (phase.kind) {

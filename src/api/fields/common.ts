@@ -75,7 +75,10 @@ type SamplingBody = {[K in keyof typeof samplingFields]?: number | null};
 
 export const DEFAULT_SAMPLING = {temperature: 1, topK: 40, topP: 1, minP: 0, presencePenalty: 0, frequencyPenalty: 0, repeatPenalty: 1, repeatLastN: 64};
 
-/** OpenAI semantics (temperature 1, top_p 1) plus llama.cpp's top_k 40 by default, which costs nothing in quality and saves a full-vocabulary sort per token. */
+/**
+ * OpenAI semantics (temperature 1, top_p 1) plus llama.cpp's top_k 40 by default, which costs nothing in quality and
+ * saves a full-vocabulary sort per token. `defaults`: a served model's own (small generation), in their place.
+ */
 export function decodeSampling(body: SamplingBody, defaults: Partial<SamplingParams> = {}): SamplingParams {
   const d = {...DEFAULT_SAMPLING, ...defaults};
   return {

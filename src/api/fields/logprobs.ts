@@ -31,7 +31,8 @@ export function resolveLogprobs(a: LogprobsAsk): {top: number} | null {
     throw invalidRequest(`${a.topField}: alternatives are for scoring one token; send max_tokens: 1 (got ${budget})`, a.topField);
   }
   if (a.temperature === 0 && overOne) {
-    throw invalidRequest(`${a.field}: at temperature 0 log probabilities are for scoring one token; send max_tokens: 1 (got ${budget}), or sample with temperature above 0`, a.field);
+    throw invalidRequest(`${a.field}: at temperature 0 log probabilities are for scoring one token; ` +
+      `send max_tokens: 1 (got ${budget}), or sample with temperature above 0`, a.field);
   }
   return {top: a.top};
 }

@@ -47,13 +47,16 @@ export function decodeTools(inputs: ToolInput[], choiceRaw: unknown, parallelRaw
     }
     if (seen.has(t.name)) throw invalidField(`${t.field}.name`, `"${t.name}" names two tools; tool names must be unique`);
     seen.add(t.name);
-    if (t.description !== undefined && t.description !== null && typeof t.description !== "string") throw invalidField(`${t.field}.description`, "must be a string");
+    if (t.description !== undefined && t.description !== null && typeof t.description !== "string") {
+      throw invalidField(`${t.field}.description`, "must be a string");
+    }
     const params = t.parameters ?? undefined;
     if (params !== undefined && (typeof params !== "object" || params === null || Array.isArray(params))) {
       throw invalidField(`${t.field}.parameters`, "must be a JSON schema object");
     }
     if (t.strict !== undefined && t.strict !== null && typeof t.strict !== "boolean") throw invalidField(`${t.field}.strict`, "must be a boolean");
-    return {name: t.name, ...(typeof t.description === "string" ? {description: t.description} : {}), parameters: params, strict: t.strict === true, enforced: false};
+    return {name: t.name, ...(typeof t.description === "string" ? {description: t.description} : {}), parameters: params,
+      strict: t.strict === true, enforced: false};
   });
 
   const choice = decodeChoice(choiceRaw, fields.choice, seen);
@@ -66,7 +69,8 @@ export function decodeTools(inputs: ToolInput[], choiceRaw: unknown, parallelRaw
     if (!ctx.strictEnabled) requestReasons.push("strict tools are turned off on this server (SVC_STRICT_TOOLS=0)");
     if (tools.length > MAX_STRICT_TOOLS) requestReasons.push(`the request has ${tools.length} tools (at most ${MAX_STRICT_TOOLS} are enforced)`);
     for (const t of strict) {
-      const verdict = requestReasons.length > 0 ? {enforce: false as const, reason: requestReasons.join("; ")} : strictEligibility(t.parameters ?? {type: "object", properties: {}});
+      const verdict = requestReasons.length > 0 ? {enforce: false as const, reason: requestReasons.join("; ")}
+        : strictEligibility(t.parameters ?? {type: "object", properties: {}});
       if (verdict.enforce) {
         t.enforced = true;
         continue;

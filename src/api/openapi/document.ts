@@ -121,7 +121,8 @@ export function buildOpenApiDocument(routes: readonly RegisteredRoute[], opts: D
   const document: JsonSchema = {
     openapi: "3.1.0",
     info: {title: "svc", version: opts.version,
-      description: "One port, every API: OpenAI chat, completions and Responses, Anthropic Messages, ops routes, and the side models' routes when loaded. Generated at startup from the routes this server registered."},
+      description: "One port, every API: OpenAI chat, completions and Responses, Anthropic Messages, ops routes, " +
+        "and the side models' routes when loaded. Generated at startup from the routes this server registered."},
     jsonSchemaDialect: "https://json-schema.org/draft/2020-12/schema",
     tags: [{name: "generation"}, {name: "ops"}, {name: "side"}],
     paths: Object.fromEntries(Object.entries(paths).sort(([a], [b]) => a.localeCompare(b))),

@@ -82,7 +82,8 @@ export const RESPONSE_SCHEMAS: Record<string, JsonSchema> = {
     embedding: {anyOf: [{type: "array", items: num}, str]}})}, model: str}, ["object", "data", "model"]),
   SseEvent: {
     ...obj({event: str, data: str, id: str, retry: int}, ["data"]),
-    description: "One server-sent event of a streamed reply: `data` is a JSON chunk of the route's stream (or [DONE] on the OpenAI routes); an error mid-stream is an event whose data is the route's error body.",
+    description: "One server-sent event of a streamed reply: `data` is a JSON chunk of the route's stream (or [DONE] on the OpenAI routes); " +
+      "an error mid-stream is an event whose data is the route's error body.",
   },
   AnyObject: {type: "object"},
   Text: {type: "string"},

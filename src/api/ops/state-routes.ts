@@ -71,8 +71,10 @@ export function registerStateRoutes(app: FastifyInstance, deps: ServerDeps): voi
         resume_points: engine.info.reuseMatch.match === "prefix"
           ? "anywhere in a shared prefix: a replica reuses its slot's KV up to the first differing token; a reply is reusable as decoded"
           : engine.info.reuseMatch.match === "rows"
-          ? "anywhere in a shared prefix (a tiled prompt run re-evaluates at least 64 rows); a reply is reusable as decoded, so the next turn resumes after it at once"
-          : "pieces end at multiples of prompt_piece and where each message's text starts and ends (the end of the system message included); replies are re-evaluated in pieces once the engine is idle, so the next turn resumes after them",
+          ? "anywhere in a shared prefix (a tiled prompt run re-evaluates at least 64 rows); " +
+            "a reply is reusable as decoded, so the next turn resumes after it at once"
+          : "pieces end at multiples of prompt_piece and where each message's text starts and ends (the end of the system message included); " +
+            "replies are re-evaluated in pieces once the engine is idle, so the next turn resumes after them",
         greedy_output: engine.info.remote
           ? "not promised byte-identical across replicas: each replica batches and caches on its own (see engine.remote.limits)"
           : "byte-identical with or without the cache, alone or batched",
@@ -92,7 +94,8 @@ export function registerStateRoutes(app: FastifyInstance, deps: ServerDeps): voi
         under_a_schema: {
           reasoning: "free; the JSON starts after the block closes",
           with_tools: config.schemaEscape
-            ? `an object schema binds from the first "{" (text before it dropped) unless a tool call opens first; the free preamble is capped at half the budget left after thinking, at most ${MAX_PREAMBLE_TOKENS} tokens`
+            ? `an object schema binds from the first "{" (text before it dropped) unless a tool call opens first; ` +
+              `the free preamble is capped at half the budget left after thinking, at most ${MAX_PREAMBLE_TOKENS} tokens`
             : "the schema binds from the first token (SVC_SCHEMA_ESCAPE=off)",
           schema_escape: config.schemaEscape,
         },
@@ -101,7 +104,8 @@ export function registerStateRoutes(app: FastifyInstance, deps: ServerDeps): voi
           enabled: config.strictTools,
           rules: [
             "a tool call names one of the request's tools",
-            "a strict tool's arguments match its parameters schema: the enforced keywords, every required parameter, no undeclared parameter (absent additionalProperties counts as false); parameters in any order",
+            "a strict tool's arguments match its parameters schema: the enforced keywords, every required parameter, " +
+              "no undeclared parameter (absent additionalProperties counts as false); parameters in any order",
             "a tool without strict is called as before",
             "parallel_tool_calls: false allows one call",
             "a call inside the reasoning block is not held to a schema",

@@ -68,7 +68,8 @@ function sameIdentity(a: StateIdentity, b: StateIdentity): boolean {
  * the manifest written. Throws what the file system throws (ENOSPC, EACCES); the caller decides what a
  * failure means. Nothing is left behind on failure.
  */
-export async function writeState(dir: string, id: string, meta: {tokens: readonly number[]; cuts: readonly number[]; label: string; replyStart?: number; historyEnd?: number},
+export async function writeState(dir: string, id: string,
+  meta: {tokens: readonly number[]; cuts: readonly number[]; label: string; replyStart?: number; historyEnd?: number},
   identity: StateIdentity, write: (path: string) => Promise<void>): Promise<StateManifest> {
   const tmpState = statePath(dir, id) + ".tmp";
   const tmpManifest = manifestPath(dir, id) + ".tmp";

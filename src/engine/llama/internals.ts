@@ -21,7 +21,9 @@ export interface QueuedDecodeView {
  */
 export function queuedDecodes(context: LlamaContext): readonly QueuedDecodeView[] {
   const queue = (context as unknown as {_queuedDecodes?: QueuedDecodeView[]})._queuedDecodes;
-  if (!Array.isArray(queue)) throw new Error("node-llama-cpp internal LlamaContext._queuedDecodes is missing; svc needs node-llama-cpp " + PINNED_NODE_LLAMA_CPP);
+  if (!Array.isArray(queue)) {
+    throw new Error("node-llama-cpp internal LlamaContext._queuedDecodes is missing; svc needs node-llama-cpp " + PINNED_NODE_LLAMA_CPP);
+  }
   return queue;
 }
 
@@ -31,7 +33,9 @@ export function queuedDecodes(context: LlamaContext): readonly QueuedDecodeView[
  */
 export function sequenceIdOf(sequence: LlamaContextSequence): number {
   const id = (sequence as unknown as {_sequenceId?: number})._sequenceId;
-  if (typeof id !== "number") throw new Error("node-llama-cpp internal LlamaContextSequence._sequenceId is missing; svc needs node-llama-cpp " + PINNED_NODE_LLAMA_CPP);
+  if (typeof id !== "number") {
+    throw new Error("node-llama-cpp internal LlamaContextSequence._sequenceId is missing; svc needs node-llama-cpp " + PINNED_NODE_LLAMA_CPP);
+  }
   return id;
 }
 
@@ -41,7 +45,9 @@ export function sequenceIdOf(sequence: LlamaContextSequence): number {
  */
 export function grammarAcceptsText(grammar: LlamaGrammar, text: string): boolean {
   const test = (grammar as unknown as {_testText?: (t: string) => boolean})._testText;
-  if (typeof test !== "function") throw new Error("node-llama-cpp internal LlamaGrammar._testText is missing; svc needs node-llama-cpp " + PINNED_NODE_LLAMA_CPP);
+  if (typeof test !== "function") {
+    throw new Error("node-llama-cpp internal LlamaGrammar._testText is missing; svc needs node-llama-cpp " + PINNED_NODE_LLAMA_CPP);
+  }
   return test.call(grammar, text);
 }
 
@@ -62,7 +68,8 @@ export function grammarAllows(llama: Llama, state: LlamaGrammarEvaluationState, 
   const can = (llama as unknown as GrammarBindings)._bindings?.AddonSampler?.canBeNextTokenForGrammarEvaluationState;
   const native = (state as unknown as {_state?: unknown})._state;
   if (typeof can !== "function" || native === undefined) {
-    throw new Error("node-llama-cpp internal AddonSampler.canBeNextTokenForGrammarEvaluationState or LlamaGrammarEvaluationState._state is missing; svc needs node-llama-cpp " + PINNED_NODE_LLAMA_CPP);
+    throw new Error("node-llama-cpp internal AddonSampler.canBeNextTokenForGrammarEvaluationState or LlamaGrammarEvaluationState._state is missing; " +
+      "svc needs node-llama-cpp " + PINNED_NODE_LLAMA_CPP);
   }
   return can(native, token);
 }
@@ -78,7 +85,8 @@ export function acceptGrammarToken(llama: Llama, state: LlamaGrammarEvaluationSt
   const accept = (llama as unknown as GrammarBindings)._bindings?.AddonSampler?.acceptGrammarEvaluationStateToken;
   const native = (state as unknown as {_state?: unknown})._state;
   if (typeof accept !== "function" || native === undefined) {
-    throw new Error("node-llama-cpp internal AddonSampler.acceptGrammarEvaluationStateToken or LlamaGrammarEvaluationState._state is missing; svc needs node-llama-cpp " + PINNED_NODE_LLAMA_CPP);
+    throw new Error("node-llama-cpp internal AddonSampler.acceptGrammarEvaluationStateToken or LlamaGrammarEvaluationState._state is missing; " +
+      "svc needs node-llama-cpp " + PINNED_NODE_LLAMA_CPP);
   }
   accept(native, token);
 }
@@ -133,8 +141,8 @@ interface PredictorInternals {
 function predictorInternals(sequence: LlamaContextSequence): Required<PredictorInternals> {
   const s = sequence as unknown as PredictorInternals;
   if (!Object.hasOwn(s, "_tokenPredictor") || typeof s._abortTokenPredictor !== "function" || typeof s._resetTokenPredictor !== "boolean") {
-    throw new Error("node-llama-cpp internal LlamaContextSequence._tokenPredictor / _abortTokenPredictor / _resetTokenPredictor is missing; svc needs node-llama-cpp " +
-      PINNED_NODE_LLAMA_CPP);
+    throw new Error("node-llama-cpp internal LlamaContextSequence._tokenPredictor / _abortTokenPredictor / _resetTokenPredictor is missing; " +
+      "svc needs node-llama-cpp " + PINNED_NODE_LLAMA_CPP);
   }
   return s as Required<PredictorInternals>;
 }
@@ -178,7 +186,9 @@ export async function detachTokenPredictor(sequence: LlamaContextSequence): Prom
  */
 export function setNextBatchThreads(context: LlamaContext, threads: number): void {
   const c = context as unknown as {_idealThreads?: number; _threadSplitterConsumer?: {_wantedThreads?: number}};
-  if (typeof c._idealThreads !== "number") throw new Error("node-llama-cpp internal LlamaContext._idealThreads is missing; svc needs node-llama-cpp " + PINNED_NODE_LLAMA_CPP);
+  if (typeof c._idealThreads !== "number") {
+    throw new Error("node-llama-cpp internal LlamaContext._idealThreads is missing; svc needs node-llama-cpp " + PINNED_NODE_LLAMA_CPP);
+  }
   c._idealThreads = threads;
   if (c._threadSplitterConsumer) c._threadSplitterConsumer._wantedThreads = threads;
 }
@@ -206,7 +216,9 @@ export function isEndOfGeneration(model: LlamaModel, token: number): boolean {
 export function nativeJinja(llama: Llama): (source: string) => {render(vars: Record<string, unknown>): string} {
   const ctor = (llama as unknown as {_bindings?: {AddonJinjaRenderer?: new (source: string) => {render(vars: Record<string, unknown>): string}}})
     ._bindings?.AddonJinjaRenderer;
-  if (typeof ctor !== "function") throw new Error("node-llama-cpp internal Llama._bindings.AddonJinjaRenderer is missing; svc needs node-llama-cpp " + PINNED_NODE_LLAMA_CPP);
+  if (typeof ctor !== "function") {
+    throw new Error("node-llama-cpp internal Llama._bindings.AddonJinjaRenderer is missing; svc needs node-llama-cpp " + PINNED_NODE_LLAMA_CPP);
+  }
   return (source) => new ctor(source);
 }
 

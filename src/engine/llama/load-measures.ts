@@ -22,7 +22,9 @@ export async function reuseMatchAtLoad(opts: LlamaEngineOptions, model: LlamaMod
     mergedRows, () => probeExactness(region0, tokens, mergedRows));
   opts.logger.info("exact reuse", {match: probe.match, probe_ms: Math.round(probe.ms), ...(probe.cached ? {from: "an earlier start's probe"} : {}),
     ...(probe.reason ? {reason: probe.reason} : {})});
-  return {match: probe.match, reason: probe.reason ?? `probed${probe.cached ? " at an earlier start" : " at load"} (${Math.round(probe.ms)} ms): a row's KV depends only on whether its piece was tiled`};
+  return {match: probe.match,
+    reason: probe.reason ?? `probed${probe.cached ? " at an earlier start" : " at load"} (${Math.round(probe.ms)} ms): ` +
+      "a row's KV depends only on whether its piece was tiled"};
 }
 
 export async function speculationAtLoad(opts: LlamaEngineOptions, model: LlamaModel, region0: LlamaContextSequence): Promise<SpeculationInfo> {
@@ -35,7 +37,9 @@ export async function speculationAtLoad(opts: LlamaEngineOptions, model: LlamaMo
   const stepCost = await measureStepCost(region0, model.tokenize(STEP_COST_TEXT) as number[]);
   const hitRate = Math.max(0, stepCost - 1);
   opts.logger.info("prompt-lookup speculation", {mode: opts.speculation, step_cost: Number(stepCost.toFixed(2)),
-    drafts_when: opts.speculation === "on" ? "always" : hitRate >= 1 ? "never (a draft step costs two plain steps)" : `hit rate above ${hitRate.toFixed(2)}, alone`});
+    drafts_when: opts.speculation === "on" ? "always"
+      : hitRate >= 1 ? "never (a draft step costs two plain steps)"
+      : `hit rate above ${hitRate.toFixed(2)}, alone`});
   return {mode: opts.speculation, active: true, stepCost, reason: null};
 }
 

@@ -107,7 +107,8 @@ export const replicaApi = {
 
   /** One /completion answered whole (not streamed): a one-token step whose candidates svc chooses among (remote-closing.ts). */
   async completeOnce(base: string, body: Record<string, unknown>, signal: AbortSignal): Promise<{completion_probabilities?: RemoteTokenProbs[]}> {
-    const res = await call(base, "/completion", {method: "POST", headers: {"content-type": "application/json"}, body: JSON.stringify({...body, stream: false}), signal});
+    const res = await call(base, "/completion", {method: "POST", headers: {"content-type": "application/json"},
+      body: JSON.stringify({...body, stream: false}), signal});
     const text = await res.text().catch((err: Error) => {
       throw new ReplicaUnreachableError(`${base}/completion: the reply broke (${err.message})`);
     });
@@ -121,7 +122,8 @@ export const replicaApi = {
 
   /** Streams /completion's chunks; throws ReplicaUnreachableError when the connection fails or the reply is not a stream. */
   async *complete(base: string, body: Record<string, unknown>, signal: AbortSignal): AsyncGenerator<CompletionChunk, void, void> {
-    const res = await call(base, "/completion", {method: "POST", headers: {"content-type": "application/json"}, body: JSON.stringify({...body, stream: true}), signal});
+    const res = await call(base, "/completion", {method: "POST", headers: {"content-type": "application/json"},
+      body: JSON.stringify({...body, stream: true}), signal});
     if (!res.ok || !res.body) {
       const text = await res.text().catch(() => "");
       throw new ReplicaRefusedError(`${base}/completion: HTTP ${res.status} ${text.slice(0, 300)}`, res.status);

@@ -195,10 +195,13 @@ export async function* remoteDecode(job: DecodeJob, deps: RemoteDecodeDeps, stat
         await deps.failover(err);
         continue;
       }
-      if (err instanceof RemoteDivergedError) throw new EngineUnavailableError(`the remote continuation could not be joined to the reply already sent (${err.message})`);
+      if (err instanceof RemoteDivergedError) {
+        throw new EngineUnavailableError(`the remote continuation could not be joined to the reply already sent (${err.message})`);
+      }
       if (err instanceof ReplicaUnreachableError) {
         deps.lost(err);
-        throw new EngineUnavailableError(`the engine replica stopped answering in the middle of the reply (${err.message}); the next request goes to another replica`);
+        throw new EngineUnavailableError(`the engine replica stopped answering in the middle of the reply (${err.message}); ` +
+          "the next request goes to another replica");
       }
       throw err;
     } finally {
@@ -224,7 +227,8 @@ function recoverHeld(content: string, streamed: number, count: number, deps: Rem
  * One closing step as the stream of a request would carry it: the replica answers one token's candidates (not
  * streamed: a token inside a UTF-8 character would be held back) and svc's choice among them is the chunk's token.
  */
-async function* closingStep(target: RemoteSlotRef, body: Record<string, unknown>, closer: StepCloser, signal: AbortSignal): AsyncGenerator<CompletionChunk, void, void> {
+async function* closingStep(target: RemoteSlotRef, body: Record<string, unknown>, closer: StepCloser,
+  signal: AbortSignal): AsyncGenerator<CompletionChunk, void, void> {
   const out = await replicaApi.completeOnce(target.url, body, signal);
   const candidates = out.completion_probabilities?.[0]?.top_logprobs ?? [];
   const token = closer.choose(candidates.map((c) => ({id: c.id, logprob: c.logprob ?? -Infinity})));

@@ -92,14 +92,19 @@ export class RemoteEngine implements Engine, SlotHost {
       decodeThreads: 0,
       flashAttention: false,
       speculation: {mode: "off", active: false, stepCost: null, reason: "decoding runs on remote replicas"},
-      reuseMatch: {match: "prefix", reason: "each replica keeps its own prompt cache (llama-server's), reused up to the first differing token; svc routes prompts to the replica that holds them"},
+      reuseMatch: {match: "prefix",
+        reason: "each replica keeps its own prompt cache (llama-server's), reused up to the first differing token; " +
+          "svc routes prompts to the replica that holds them"},
       remote: {kind: "llama-server", routing: opts.routing, replicas: identities.map((i) => ({url: i.url, slots: i.slots, build: i.build})),
         limits: [
           "greedy output is not promised byte-identical across replicas or with the in-process engine (llama-server batches and caches on its own)",
           "a grammar change inside a reply (reasoning then JSON, one tool parameter after another) ends the remote request and continues it in a new one",
-          "under a schema, JSON is closed as the token budget ends by decoding its last tokens one per request (svc picks among the replica's candidates), which is slower than streaming them",
+          "under a schema, JSON is closed as the token budget ends by decoding its last tokens one per request " +
+            "(svc picks among the replica's candidates), which is slower than streaming them",
           "logprobs are missing for tokens llama-server held back inside a UTF-8 character",
-          "a named session (SVC_FORK) lives on the replica that served it: requests from it go there while it has a free slot; its state outlasts the slot's reuse only where the replica runs with --slot-save-path, and svc does not delete the slot files it writes there",
+          "a named session (SVC_FORK) lives on the replica that served it: requests from it go there while it has a free slot; " +
+            "its state outlasts the slot's reuse only where the replica runs with --slot-save-path, " +
+            "and svc does not delete the slot files it writes there",
         ]},
     };
     this.poll = setInterval(() => void this.checkHealth(), opts.healthIntervalMs ?? 2_000);
@@ -167,7 +172,8 @@ export class RemoteEngine implements Engine, SlotHost {
     const descriptor = await readDescriptor(resume.path);
     const replica = descriptor ? this.replicas.findIndex((r) => r.id.url === descriptor.replica) : -1;
     if (!descriptor || replica < 0) {
-      this.opts.logger.info("session state names no replica of this server; the request is routed as any other", {replica: descriptor?.replica ?? "unreadable"});
+      this.opts.logger.info("session state names no replica of this server; the request is routed as any other",
+        {replica: descriptor?.replica ?? "unreadable"});
       return null;
     }
     return {replica, descriptor, resume};
@@ -333,7 +339,8 @@ export class RemoteEngine implements Engine, SlotHost {
   /** The vocabulary's token classes for closing JSON, computed on the first schema reply that needs them. */
   private tokenClasses(): TokenClasses {
     const decoder = new TextDecoder();
-    this.classes ??= classifyTokens(this.vocabulary.size, (t) => decoder.decode(this.vocabulary.tokenBytes(t)), (t) => this.vocabulary.model.isSpecialToken(t as never));
+    this.classes ??= classifyTokens(this.vocabulary.size, (t) => decoder.decode(this.vocabulary.tokenBytes(t)),
+      (t) => this.vocabulary.model.isSpecialToken(t as never));
     return this.classes;
   }
 }

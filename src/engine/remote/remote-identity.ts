@@ -34,7 +34,8 @@ export async function inspectReplica(url: string, local: LocalModel): Promise<Re
   try {
     props = await replicaApi.props(url);
   } catch (err) {
-    throw new ReplicaSetupError(`SVC_ENGINE: ${url} cannot be reached or is not a llama-server (${(err as Error).message}); start llama-server there, or fix the URL`);
+    throw new ReplicaSetupError(`SVC_ENGINE: ${url} cannot be reached or is not a llama-server (${(err as Error).message}); ` +
+      "start llama-server there, or fix the URL");
   }
   if (!Number.isInteger(props.total_slots) || props.total_slots < 1 || !props.default_generation_settings?.n_ctx) {
     throw new ReplicaSetupError(`SVC_ENGINE: ${url}/props does not describe llama-server slots (total_slots, default_generation_settings.n_ctx)`);
@@ -42,12 +43,14 @@ export async function inspectReplica(url: string, local: LocalModel): Promise<Re
   const meta = await replicaApi.modelMeta(url).catch(() => null);
   const vocabSize = meta?.n_vocab ?? local.vocabSize;
   if (vocabSize !== local.vocabSize) {
-    throw new ReplicaSetupError(`SVC_ENGINE: ${url} serves a model with ${vocabSize} tokens, SVC_MODEL has ${local.vocabSize}; run the replicas on the GGUF SVC_MODEL names`);
+    throw new ReplicaSetupError(`SVC_ENGINE: ${url} serves a model with ${vocabSize} tokens, SVC_MODEL has ${local.vocabSize}; ` +
+      "run the replicas on the GGUF SVC_MODEL names");
   }
   const theirs = await replicaApi.tokenize(url, TOKENIZER_PROBE);
   const ours = local.tokenize(TOKENIZER_PROBE);
   if (theirs.length !== ours.length || theirs.some((t, i) => t !== ours[i])) {
-    throw new ReplicaSetupError(`SVC_ENGINE: ${url} tokenizes differently from SVC_MODEL (${theirs.length} against ${ours.length} tokens for the same text); run the replicas on the GGUF SVC_MODEL names`);
+    throw new ReplicaSetupError(`SVC_ENGINE: ${url} tokenizes differently from SVC_MODEL (${theirs.length} against ${ours.length} tokens for the same text); ` +
+      "run the replicas on the GGUF SVC_MODEL names");
   }
   return {url, slots: props.total_slots, contextSize: props.default_generation_settings.n_ctx, build: props.build_info ?? null,
     templateSha256: props.chat_template ? createHash("sha256").update(props.chat_template).digest("hex") : null, vocabSize, params: meta?.n_params ?? null};
@@ -58,10 +61,13 @@ export function checkSameModel(replicas: readonly ReplicaIdentity[]): void {
   const [first, ...rest] = replicas;
   for (const r of rest) {
     if (r.params !== first!.params) {
-      throw new ReplicaSetupError(`SVC_ENGINE: ${r.url} serves another model than ${first!.url} (${r.params} against ${first!.params} parameters); every replica must serve the same GGUF`);
+      throw new ReplicaSetupError(`SVC_ENGINE: ${r.url} serves another model than ${first!.url} (${r.params} against ${first!.params} parameters); ` +
+        "every replica must serve the same GGUF");
     }
     if (r.templateSha256 !== first!.templateSha256) {
-      throw new ReplicaSetupError(`SVC_ENGINE: ${r.url} has another chat template than ${first!.url} (sha256 ${r.templateSha256?.slice(0, 12) ?? "none"} against ${first!.templateSha256?.slice(0, 12) ?? "none"}); start every replica with the same GGUF and template options`);
+      throw new ReplicaSetupError(`SVC_ENGINE: ${r.url} has another chat template than ${first!.url} ` +
+        `(sha256 ${r.templateSha256?.slice(0, 12) ?? "none"} against ${first!.templateSha256?.slice(0, 12) ?? "none"}); ` +
+        "start every replica with the same GGUF and template options");
     }
   }
 }

@@ -99,14 +99,16 @@ export class RemoteLease implements RegionLease {
       } catch (err) {
         if (err instanceof ReplicaRefusedError && err.status === 501) {
           this.host.noteSlotSaving(this.regionId, false);
-          this.host.logger.info("engine replica does not save slots (start it with --slot-save-path): a session's state lasts while its slot is not reused", {url});
+          this.host.logger.info("engine replica does not save slots (start it with --slot-save-path): " +
+            "a session's state lasts while its slot is not reused", {url});
         } else {
           this.host.logger.warn("could not save the session's slot on its replica; the session continues while the slot still holds it", {url, slot,
             error: (err as Error).message});
         }
       }
     }
-    await hook({tokens, cuts: [tokens.length], replyStart: this.request.prompt.length}, (path) => writeDescriptor(path, describeState(url, slotFile, tokens.length)));
+    await hook({tokens, cuts: [tokens.length], replyStart: this.request.prompt.length},
+      (path) => writeDescriptor(path, describeState(url, slotFile, tokens.length)));
   }
 }
 

@@ -47,7 +47,8 @@ export const PREFIX_SHARE = 0.5;
  * `pinned`: the replica that holds the request's named session; it takes the request whenever it is up with a free slot,
  * in either mode (otherwise the request is routed as any other and starts without the session's state).
  */
-export function chooseReplica(views: readonly ReplicaView[], mode: RoutingMode, rotate: number, promptLength: number, pinned: number | null = null): Route | null {
+export function chooseReplica(views: readonly ReplicaView[], mode: RoutingMode, rotate: number, promptLength: number,
+  pinned: number | null = null): Route | null {
   const open = views.filter((v) => v.up && v.free.length > 0);
   if (open.length === 0) return null;
   const session = pinned === null ? undefined : open.find((v) => v.index === pinned);

@@ -8,7 +8,8 @@ export class TokenByteIndex {
   private index: Map<string, number> | null = null;
   private longest = 0;
 
-  constructor(private readonly vocabSize: number, private readonly bytesOf: (token: number) => Uint8Array, private readonly isSpecial: (token: number) => boolean) {}
+  constructor(private readonly vocabSize: number, private readonly bytesOf: (token: number) => Uint8Array,
+    private readonly isSpecial: (token: number) => boolean) {}
 
   /** Byte strings as latin1 keys; built on first use (a vocabulary of 150k tokens takes tens of ms). */
   private map(): Map<string, number> {

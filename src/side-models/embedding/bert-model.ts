@@ -87,7 +87,9 @@ export class BertModel {
    * runs this inside an executor pass and has checked the length against inputLimit.
    */
   async evaluate(tokens: readonly Token[]): Promise<Float64Array> {
-    if (tokens.length === 0 || tokens.length > this.positions) throw new Error(`internal error: ${tokens.length} tokens for a ${this.positions}-position model`);
+    if (tokens.length === 0 || tokens.length > this.positions) {
+      throw new Error(`internal error: ${tokens.length} tokens for a ${this.positions}-position model`);
+    }
     await this.sequence.eraseContextTokenRanges([{start: 0, end: this.sequence.nextTokenIndex}]);
     await this.sequence.evaluateWithoutGeneratingNewTokens([...tokens]);
     return pooledEmbedding(this.context, tokens.length);

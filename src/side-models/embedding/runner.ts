@@ -33,7 +33,8 @@ export class EmbeddingRunner implements SideRunner {
     const model = await BertModel.load(def.id, def.source, ctx);
     if (model.info.kind !== "embedding") {
       await model.close();
-      throw new Error(`SVC_NPU_MODELS: ${def.id} (${def.source}) is a sequence classifier, not an embedder; name its directory alone to serve it on POST /classify`);
+      throw new Error(`SVC_NPU_MODELS: ${def.id} (${def.source}) is a sequence classifier, not an embedder; ` +
+        "name its directory alone to serve it on POST /classify");
     }
     return new EmbeddingRunner(def.id, model, ctx.executor);
   }

@@ -57,7 +57,8 @@ export class LmScorer {
     } catch (err) {
       // A context made for one request (a watched reply) that does not fit is that request's 503, not the server's end.
       if (err instanceof InsufficientMemoryError) {
-        throw new EngineMemoryError(`the side model needs a ${contextSize}-position context and the host has not the memory for it now: ${err.message}; retry later`, 5);
+        throw new EngineMemoryError(`the side model needs a ${contextSize}-position context and the host has not the memory for it now: ` +
+          `${err.message}; retry later`, 5);
       }
       throw err;
     }
@@ -121,7 +122,9 @@ export class LmScorer {
   async restoreNow(path: string, state: HeldState): Promise<void> {
     // acceptRisk: the library cannot check the file came from the same model; it did (this context wrote it).
     await this.seq.loadStateFromFile(path, {acceptRisk: true});
-    if (this.seq.nextTokenIndex !== state.tokens.length) throw new Error(`LmScorer: restored ${this.seq.nextTokenIndex} tokens, expected ${state.tokens.length}`);
+    if (this.seq.nextTokenIndex !== state.tokens.length) {
+      throw new Error(`LmScorer: restored ${this.seq.nextTokenIndex} tokens, expected ${state.tokens.length}`);
+    }
     this.memory = {tokens: [...state.tokens], cuts: [...state.cuts], lastUsed: performance.now(), replyStart: 0};
   }
 

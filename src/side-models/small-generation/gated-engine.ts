@@ -8,7 +8,8 @@
 // catches every evaluation the pipeline starts: with the prompt cache off (see runner.ts) the region does
 // no work outside a decode run (no reply seal), and acquire() only erases KV, which is not a pass.
 
-import {EngineBusyError, type CutPlan, type DecodeEnd, type DecodeItem, type DecodeJob, type DecodeRun, type Engine, type RegionLease} from "../../engine/index.ts";
+import {EngineBusyError, type CutPlan, type DecodeEnd, type DecodeItem, type DecodeJob, type DecodeRun, type Engine,
+  type RegionLease} from "../../engine/index.ts";
 import type {SideExecutor} from "../executor.ts";
 
 export class ExecutorGatedEngine implements Engine {

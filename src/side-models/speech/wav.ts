@@ -103,7 +103,8 @@ function parse(b: Uint8Array): Layout {
       const frames = Math.floor(bytes / frameBytes);
       if (frames === 0) {
         if (size === 0 && present === 0) throw new WavError("the WAV data chunk is empty (0 bytes of audio)");
-        throw new WavError(`the WAV file is truncated (${b.length} bytes; the data chunk declares ${size} bytes but not one whole ${frameBytes}-byte frame is present)`);
+        throw new WavError(`the WAV file is truncated (${b.length} bytes; the data chunk declares ${size} bytes ` +
+          `but not one whole ${frameBytes}-byte frame is present)`);
       }
       return {...fmt, frames, durationS: frames / fmt.sampleRate, dataOffset: body};
     }
@@ -139,7 +140,8 @@ function readFmt(dv: DataView, at: number, size: number): Omit<WavInfo, "frames"
   if (sampleRate < 1 || sampleRate > MAX_RATE) throw new WavError(`the WAV fmt chunk says a sample rate of ${sampleRate} Hz; accepted are 1 to ${MAX_RATE} Hz`);
   // Samples are located by block align; a value that disagrees with channels × bits would misread them all.
   if (blockAlign !== (channels * bits) / 8) {
-    throw new WavError(`the WAV fmt chunk is inconsistent (block align ${blockAlign} for ${channels} channels of ${bits}-bit; expected ${(channels * bits) / 8})`);
+    throw new WavError(`the WAV fmt chunk is inconsistent (block align ${blockAlign} for ${channels} channels of ${bits}-bit; ` +
+      `expected ${(channels * bits) / 8})`);
   }
   return {sampleRate, channels, bitsPerSample: bits, format};
 }

@@ -8,7 +8,8 @@ import {THINK, type ModelFamily} from "./family.ts";
 
 /** The generic form, as the parser and the grammar read it: a reply that is exactly {"tool_calls": [...]}. */
 export const GENERIC_CALLS: JsonCallSyntax = {
-  shape: "json", opener: null, start: {pieces: ["{", '"tool_calls"', ":", "["], consumed: true}, list: true, close: "}", nameKey: "name", argsKey: "arguments", pad: "",
+  shape: "json", opener: null, start: {pieces: ["{", '"tool_calls"', ":", "["], consumed: true}, list: true, close: "}",
+  nameKey: "name", argsKey: "arguments", pad: "",
 };
 
 export const generic: ModelFamily = {

@@ -1,6 +1,7 @@
 // Kimi K2 (Instruct and Thinking): calls in a section, each named functions.NAME:INDEX, arguments JSON; the
 // Thinking model reasons in <think>.
-//   <|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{"city": "Paris"}<|tool_call_end|><|tool_calls_section_end|>
+//   <|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{"city": "Paris"}
+//   <|tool_call_end|><|tool_calls_section_end|>
 
 import type {NamedCallSyntax} from "../../core/call-syntax.ts";
 import {has, THINK, type ModelFamily} from "./family.ts";

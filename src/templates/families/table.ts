@@ -15,7 +15,8 @@ export function exampleCall(s: CallSyntax | null): string {
       return `${s.opener}${s.pad}${s.list ? `[${obj}]` : obj}${s.pad}${s.close}`;
     }
     case "named":
-      return `${s.section?.open ?? ""}${s.open}${s.namePrefix}get_weather${s.nameIndex ? ":0" : ""}${s.nameEnd}${args}${s.argsEnd}${s.close}${s.section?.close ?? ""}`;
+      return `${s.section?.open ?? ""}${s.open}${s.namePrefix}get_weather${s.nameIndex ? ":0" : ""}${s.nameEnd}` +
+        `${args}${s.argsEnd}${s.close}${s.section?.close ?? ""}`;
     case "xml": {
       const keyEnd = typeof s.keyEnd === "string" ? s.keyEnd : s.keyEnd.string;
       return `${s.section?.open ?? ""}${s.open}get_weather${s.nameEnd}${s.keyOpen}city${keyEnd}Paris${s.valueEnd}${s.close}${s.section?.close ?? ""}`;

@@ -123,7 +123,8 @@ export function decodeChat(raw: unknown, ctx: ChatDecodeContext, rules: ChatMode
   const continueFinal = body.continue_final_message ?? false;
   const addGenerationPrompt = body.add_generation_prompt ?? !continueFinal;
   if (continueFinal && addGenerationPrompt) {
-    throw invalidRequest("continue_final_message continues the last assistant message, so add_generation_prompt must be false with it", "add_generation_prompt");
+    throw invalidRequest("continue_final_message continues the last assistant message, so add_generation_prompt must be false with it",
+      "add_generation_prompt");
   }
   const last = body.messages[body.messages.length - 1]!;
   if (continueFinal && last.role !== "assistant") {
@@ -138,7 +139,9 @@ export function decodeChat(raw: unknown, ctx: ChatDecodeContext, rules: ChatMode
   }
   if (rules.thinkingOff) enableThinking = false;
   if (body.reasoning_effort === "none") {
-    if (enableThinking === true) throw invalidRequest("reasoning_effort \"none\" turns thinking off but chat_template_kwargs.enable_thinking is true", "reasoning_effort");
+    if (enableThinking === true) {
+      throw invalidRequest("reasoning_effort \"none\" turns thinking off but chat_template_kwargs.enable_thinking is true", "reasoning_effort");
+    }
     enableThinking = false;
   }
 

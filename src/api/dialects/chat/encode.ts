@@ -92,13 +92,16 @@ export function chatStreamEncoder(who: ChatIdentity, includeUsage: boolean): Str
         case "text":
           return [...roleFrame(), {data: chunk([{index: 0, delta: {content: ev.text}, logprobs: null, finish_reason: null}])}];
         case "reasoning":
-          return [...roleFrame(), {data: chunk([{index: 0, delta: {reasoning_content: ev.text} as ChatCompletionChunk.Choice.Delta, logprobs: null, finish_reason: null}])}];
+          return [...roleFrame(), {data: chunk([{index: 0, delta: {reasoning_content: ev.text} as ChatCompletionChunk.Choice.Delta,
+            logprobs: null, finish_reason: null}])}];
         case "tool_call_start":
-          return [...roleFrame(), {data: chunk([{index: 0, delta: {tool_calls: [{index: ev.index, id: ev.id, type: "function", function: {name: ev.name, arguments: ""}}]},
+          return [...roleFrame(), {data: chunk([{index: 0,
+            delta: {tool_calls: [{index: ev.index, id: ev.id, type: "function", function: {name: ev.name, arguments: ""}}]},
             logprobs: null, finish_reason: null}])}];
         case "tool_call_args":
           // Every tool_calls delta carries a function object (some clients require it).
-          return [...roleFrame(), {data: chunk([{index: 0, delta: {tool_calls: [{index: ev.index, function: {arguments: ev.text}}]}, logprobs: null, finish_reason: null}])}];
+          return [...roleFrame(), {data: chunk([{index: 0, delta: {tool_calls: [{index: ev.index, function: {arguments: ev.text}}]},
+            logprobs: null, finish_reason: null}])}];
         case "done": {
           const frames = [...roleFrame(), {data: chunk([{index: 0, delta: {}, logprobs: null, finish_reason: ev.finishReason}], {timings: ev.timings})}];
           if (includeUsage) frames.push({data: chunk([], {usage: chatUsage(ev.usage), timings: ev.timings})});

@@ -29,7 +29,8 @@ function refusedBlock(type: string, field: string): never {
   if (type === "document") {
     throw invalidField(field, "document blocks (PDF or other) are not read by this server; extract the text and send it as a text block");
   }
-  throw invalidField(`${field}.type`, `"${type}" is not a content block type this server reads here (text, tool_use, tool_result, thinking, redacted_thinking)`);
+  throw invalidField(`${field}.type`,
+    `"${type}" is not a content block type this server reads here (text, tool_use, tool_result, thinking, redacted_thinking)`);
 }
 
 function textOf(b: ContentBlockBody, field: string): string {
@@ -105,7 +106,9 @@ function assistantMessage(m: MessageBody, i: number, toolUseIds: Set<string>): T
         const id = stringField(b, "id", field);
         const name = stringField(b, "name", field);
         const input = (b as {input?: unknown}).input;
-        if (typeof input !== "object" || input === null || Array.isArray(input)) throw invalidField(`${field}.input`, "must be an object (the tool's arguments)");
+        if (typeof input !== "object" || input === null || Array.isArray(input)) {
+          throw invalidField(`${field}.input`, "must be an object (the tool's arguments)");
+        }
         if (toolUseIds.has(id)) throw invalidField(`${field}.id`, `"${id}" is used by two tool_use blocks of this message`);
         toolUseIds.add(id);
         calls.push({id: callIdOf(id), type: "function", function: {name, arguments: JSON.stringify(input)}});
@@ -140,7 +143,9 @@ function userMessages(m: MessageBody, i: number, answerable: ReadonlySet<string>
         texts.push(textOf(b, field));
         return;
       case "tool_result": {
-        if (m.role !== "user") throw invalidField(field, `tool results in the wrong place: a tool_result belongs in a user message (this is a ${m.role} message)`);
+        if (m.role !== "user") {
+          throw invalidField(field, `tool results in the wrong place: a tool_result belongs in a user message (this is a ${m.role} message)`);
+        }
         const id = stringField(b, "tool_use_id", field);
         if (!answerable.has(id)) {
           throw invalidField(`${field}.tool_use_id`,
@@ -197,7 +202,8 @@ export function decodeConversation(body: Pick<MessagesBody, "system" | "messages
   const prefill = last.role === "assistant";
   if (prefill && (messages[messages.length - 1]!.tool_calls?.length ?? 0) > 0) {
     throw invalidField(`messages[${body.messages.length - 1}]`,
-      "the last message is the assistant's with tool_use: send the tool_result in a user message after it (a final assistant message is continued, which a tool call cannot be)");
+      "the last message is the assistant's with tool_use: send the tool_result in a user message after it " +
+        "(a final assistant message is continued, which a tool call cannot be)");
   }
   return {messages, prefill};
 }

@@ -98,7 +98,9 @@ function decodeThinking(body: MessagesBody): Thinking {
   const type = t?.type ?? "disabled";
   let budget: number | null = null;
   if (type === "enabled") {
-    if (t?.budget_tokens == null) throw invalidField("thinking.budget_tokens", "is required with thinking.type \"enabled\" (or use \"adaptive\" for no budget)");
+    if (t?.budget_tokens == null) {
+      throw invalidField("thinking.budget_tokens", "is required with thinking.type \"enabled\" (or use \"adaptive\" for no budget)");
+    }
     budget = t.budget_tokens;
     if (body.max_tokens != null && budget >= body.max_tokens) {
       throw invalidField("thinking.budget_tokens", `must be less than max_tokens (${budget} >= ${body.max_tokens}): the reply needs room after thinking`);
@@ -122,10 +124,13 @@ function splitTools(body: MessagesBody, ctx: MessagesDecodeContext): {inputs: To
     }
     const o = t as Record<string, unknown>;
     inputs.push({name: o.name, description: o.description, parameters: o.input_schema, strict: o.strict, field: `tools[${i}]`});
-    template.push({type: "function", function: {name: o.name, description: o.description ?? "", parameters: o.input_schema ?? {type: "object", properties: {}}}});
+    template.push({type: "function",
+      function: {name: o.name, description: o.description ?? "", parameters: o.input_schema ?? {type: "object", properties: {}}}});
   });
   const fresh = ctx.notes.fresh(dropped.map((d) => `tool:${d}`));
-  if (fresh.length > 0) ctx.logger.info("messages: server tools of the vendor dropped (the client's own tools are used)", {types: fresh.map((k) => k.slice(5)).join(",")});
+  if (fresh.length > 0) {
+    ctx.logger.info("messages: server tools of the vendor dropped (the client's own tools are used)", {types: fresh.map((k) => k.slice(5)).join(",")});
+  }
   return {inputs, template};
 }
 

@@ -177,7 +177,8 @@ export function messageStreamEvents(who: MessageIdentity, start: {promptTokens: 
       const out: WireEvent[] = [];
       if (!started) {
         started = true;
-        out.push({type: "message_start", message: shell(who, {...messageUsage({promptTokens: start.promptTokens, cachedTokens: start.cachedTokens, completionTokens: 0, reasoningTokens: 0}),
+        out.push({type: "message_start", message: shell(who, {
+          ...messageUsage({promptTokens: start.promptTokens, cachedTokens: start.cachedTokens, completionTokens: 0, reasoningTokens: 0}),
           output_tokens_details: null})});
       }
       if (ev.type !== "done") return [...out, ...builder.push(ev)];

@@ -51,7 +51,9 @@ export function decodeResponses(raw: unknown, ctx: ResponsesDecodeContext): Deco
   // Fields that only make sense against stored server state are refused rather than silently ignored.
   if (body.background) throw invalidField("background", `background responses need a response store; ${NO_STORE}`);
   if (body.conversation !== undefined && body.conversation !== null) throw invalidField("conversation", NO_STORE);
-  if (body.prompt !== undefined && body.prompt !== null) throw invalidField("prompt", "stored prompt templates are not available on this server; send instructions and input instead");
+  if (body.prompt !== undefined && body.prompt !== null) {
+    throw invalidField("prompt", "stored prompt templates are not available on this server; send instructions and input instead");
+  }
   if (body.top_logprobs) throw invalidField("top_logprobs", "logprobs are not available on this route; use /v1/chat/completions with logprobs");
 
   const {messages, hasHistory} = convertInput(body.input, body.instructions);

@@ -61,7 +61,10 @@ function messageText(item: Obj, role: string, field: string): string {
 function toolOutputText(item: Obj, field: string): string {
   const out = item.output;
   if (typeof out === "string") return out;
-  if (!Array.isArray(out)) throw invalidField(`${field}.output`, out === undefined ? "is required (a string or an array of content parts)" : "must be a string or an array of content parts");
+  if (!Array.isArray(out)) {
+    throw invalidField(`${field}.output`,
+      out === undefined ? "is required (a string or an array of content parts)" : "must be a string or an array of content parts");
+  }
   return out.map((part, j) => {
     const pf = `${field}.output[${j}]`;
     if (!isObj(part) || typeof part.type !== "string") throw invalidField(`${pf}.type`, "is required: an output part is {type: \"input_text\", text}");
@@ -115,7 +118,8 @@ export function convertInput(input: string | unknown[], instructions: string | n
         case "function_call_output": {
           const callId = stringAt(item, "call_id", field);
           if (!calls.has(callId)) {
-            throw invalidField(`${field}.call_id`, `"${callId}" matches no function_call item before it; there is no response store, so send the function_call item in input too`);
+            throw invalidField(`${field}.call_id`,
+              `"${callId}" matches no function_call item before it; there is no response store, so send the function_call item in input too`);
           }
           messages.push({role: "tool", content: toolOutputText(item, field), tool_call_id: callId});
           return;
@@ -128,7 +132,8 @@ export function convertInput(input: string | unknown[], instructions: string | n
         case undefined:
           throw invalidField(`${field}.type`, "is required (an input item has a type, or a role for a message)");
         default:
-          throw invalidField(`${field}.type`, `"${String(type)}" is not an input item type this server reads (message, function_call, function_call_output, reasoning)`);
+          throw invalidField(`${field}.type`,
+            `"${String(type)}" is not an input item type this server reads (message, function_call, function_call_output, reasoning)`);
       }
     });
   }

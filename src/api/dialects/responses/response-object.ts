@@ -88,7 +88,8 @@ export function responseShell(who: {id: string; createdAt: number; model: string
 }
 
 /** The shell completed: status by finish reason, the output items, usage and timings. */
-export function finalResponse(shell: WireResponse, output: ResponseOutputItem[], done: {finishReason: FinishReason; usage: UsageCounts; timings: Timings}): WireResponse {
+export function finalResponse(shell: WireResponse, output: ResponseOutputItem[],
+  done: {finishReason: FinishReason; usage: UsageCounts; timings: Timings}): WireResponse {
   const incomplete = done.finishReason === "length";
   return {
     ...shell,

@@ -41,7 +41,8 @@ export function registerResponsesRoutes(app: FastifyInstance, deps: ServerDeps):
   const noStore = (what: string) => async (req: FastifyRequest) => {
     const {id} = req.params as {id: string};
     throw new ApiError("not_found",
-      `response ${id} cannot be ${what}: there is no response store on this server, responses are not kept after they are sent; send the whole conversation in input on every request`,
+      `response ${id} cannot be ${what}: there is no response store on this server, responses are not kept after they are sent; ` +
+        "send the whole conversation in input on every request",
       {param: "response_id"});
   };
 

@@ -89,13 +89,15 @@ function readChoice(raw: unknown, names: ReadonlySet<string>): {choice: unknown;
     });
     return {choice: raw.mode, allowed};
   }
-  throw invalidField("tool_choice.type", `"${raw.type}" names a tool this server does not run (only function tools are called); use "auto", "required" or {type: "function", name}`);
+  throw invalidField("tool_choice.type",
+    `"${raw.type}" names a tool this server does not run (only function tools are called); use "auto", "required" or {type: "function", name}`);
 }
 
 /** The tools as the chat template takes them (OpenAI chat-style entries). */
 export function templateToolEntries(tools: {name: string; description?: string; parameters?: unknown}[]): unknown[] {
   return tools.map((t) => ({
     type: "function",
-    function: {name: t.name, ...(t.description !== undefined ? {description: t.description} : {}), parameters: t.parameters ?? {type: "object", properties: {}}},
+    function: {name: t.name, ...(t.description !== undefined ? {description: t.description} : {}),
+      parameters: t.parameters ?? {type: "object", properties: {}}},
   }));
 }

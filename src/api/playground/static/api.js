@@ -92,7 +92,8 @@ function toolsFor(route, tools) {
   const fns = tools.map((t) => t.function ?? t);
   if (route === "chat") return {tools: fns.map((f) => ({type: "function", function: f}))};
   if (route === "responses") {
-    return {tools: fns.map((f) => ({type: "function", name: f.name, description: f.description, parameters: f.parameters ?? {type: "object", properties: {}}, strict: f.strict ?? false}))};
+    return {tools: fns.map((f) => ({type: "function", name: f.name, description: f.description,
+      parameters: f.parameters ?? {type: "object", properties: {}}, strict: f.strict ?? false}))};
   }
   return {tools: fns.map((f) => ({name: f.name, description: f.description, input_schema: f.parameters ?? {type: "object", properties: {}}}))};
 }

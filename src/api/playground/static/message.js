@@ -15,7 +15,8 @@ function Timings({t}) {
   return html`<div class="timings" data-testid="timings">
     <span title="prompt tokens evaluated / time">prompt ${t.prompt_n} tok · ${Math.round(t.prompt_ms)} ms</span>
     <span title="generated tokens / speed">predicted ${t.predicted_n} tok · ${t.predicted_per_second.toFixed(1)} tok/s</span>
-    <span title="prompt tokens served from the cache" data-testid="cache-share">cache ${t.cache_n} of ${t.cache_n + t.prompt_n} (${Math.round(share * 100)}%)</span>
+    <span title="prompt tokens served from the cache"
+      data-testid="cache-share">cache ${t.cache_n} of ${t.cache_n + t.prompt_n} (${Math.round(share * 100)}%)</span>
     ${t.draft_n > 0 ? html`<span>drafts ${t.draft_n_accepted}/${t.draft_n}</span>` : null}
   </div>`;
 }

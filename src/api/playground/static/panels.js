@@ -60,7 +60,9 @@ export function ServerView({onError}) {
       <tr><td>hit rate</td><td>${pct(cache.hit_rate)} of requests, ${pct(cache.token_hit_rate)} of prompt tokens</td></tr>
       <tr><td>tokens saved</td><td>${cache.tokens_saved} of ${cache.prompt_tokens}</td></tr>
       <tr><td>held</td><td>${cache.entries} conversations${cache.bytes > 0 ? `, ${kb(cache.bytes)}` : ""}, ${cache.evicted} evicted</td></tr>
-      ${cache.pool ? html`<tr><td>sealing</td><td>${cache.pool.sealing} now, ${cache.pool.unsealed} waiting for idle, ${cache.pool.seals} done</td></tr>` : null}
+      ${cache.pool
+        ? html`<tr><td>sealing</td><td>${cache.pool.sealing} now, ${cache.pool.unsealed} waiting for idle, ${cache.pool.seals} done</td></tr>`
+        : null}
       ${cache.disk?.enabled ? html`<tr><td>disk</td><td>${cache.disk.entries} files, ${kb(cache.disk.bytes)} of ${kb(cache.disk.budget_bytes)},
         ${cache.disk.hits} hits, ${cache.disk.writes} writes</td></tr>` : null}
     </table>
@@ -153,7 +155,8 @@ export function SideModels({models, onError}) {
   };
   return html`<section class="panel" data-testid="side-models">
     <h2>Side models</h2>
-    <div class="row">${kinds.map((k) => html`<label><input type="radio" name="side" checked=${k === kind} onChange=${() => pick(k)} /> ${SIDE_EXAMPLES[k][0]}</label>`)}</div>
+    <div class="row">${kinds.map((k) =>
+      html`<label><input type="radio" name="side" checked=${k === kind} onChange=${() => pick(k)} /> ${SIDE_EXAMPLES[k][0]}</label>`)}</div>
     <textarea rows="8" class="code" data-testid="side-body" value=${body} onInput=${(e) => setBody(e.currentTarget.value)}></textarea>
     <button data-testid="side-send" onClick=${send}>Send</button>
     ${out?.pending ? html`<p class="muted">…</p>` : null}

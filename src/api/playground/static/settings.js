@@ -50,7 +50,8 @@ export function Settings({s, set, sessions}) {
     </select></label>
     <details open=${!!s.tools}>
       <summary>Tools</summary>
-      <textarea rows="6" class="code" placeholder="[] (function tools, chat shape)" data-testid="tools-text" value=${s.tools} onInput=${field("tools")}></textarea>
+      <textarea rows="6" class="code" placeholder="[] (function tools, chat shape)" data-testid="tools-text"
+        value=${s.tools} onInput=${field("tools")}></textarea>
       <button onClick=${() => set({...s, tools: s.tools ? "" : EXAMPLE_TOOLS})}>${s.tools ? "Clear" : "Example"}</button>
     </details>
     <label class="check"><input type="checkbox" data-testid="schema-on" checked=${s.schemaOn} onChange=${field("schemaOn")} />

@@ -26,7 +26,9 @@ export function decodeClassify(body: unknown, limits: {inputLimit: number; vocab
   if (typeof b.model !== "string" || b.model === "") throw invalidField("model", "is required (the directory name of a loaded classifier fine-tune)");
 
   const input = b.input;
-  if (input === undefined || input === null) throw invalidField("input", "is required (a string, an array of strings, token ids, or an array of token-id arrays)");
+  if (input === undefined || input === null) {
+    throw invalidField("input", "is required (a string, an array of strings, token ids, or an array of token-id arrays)");
+  }
   // One token-id array is one input; an array of strings or of id arrays is several.
   const items: unknown[] = typeof input === "string" || isIds(input) ? [input] : Array.isArray(input) ? input : [input];
   if (items.length === 0) throw invalidField("input", "must hold at least one input");

@@ -43,7 +43,9 @@ export function registerClassifyRoute(app: FastifyInstance, deps: ServerDeps, si
     try {
       scores = await runner.score(tokens, {batch: deps.config.npuEmbBatch, signal: abort.signal});
     } catch (e) {
-      if (abort.signal.aborted && !(e instanceof ApiError)) throw new ApiError("client_closed", "the client closed the connection; the classification was cancelled");
+      if (abort.signal.aborted && !(e instanceof ApiError)) {
+        throw new ApiError("client_closed", "the client closed the connection; the classification was cancelled");
+      }
       throw e;
     }
     const labels = runner.labels;

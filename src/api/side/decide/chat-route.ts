@@ -30,11 +30,14 @@ export function decodeDecisionChat(body: unknown): DecisionChatRequest {
   if (!isObject(body)) throw invalidField("body", "must be a JSON object");
   const rf = body.response_format;
   if (!isObject(rf) || rf.type !== "json_schema" || !isObject(rf.json_schema)) {
-    throw invalidField("response_format", "a decision model needs {type: \"json_schema\", json_schema: {name, description, schema}} whose schema lists the options");
+    throw invalidField("response_format",
+      "a decision model needs {type: \"json_schema\", json_schema: {name, description, schema}} whose schema lists the options");
   }
   const options = readSchemaOptions(rf.json_schema.schema);
   if (body.n !== undefined && body.n !== 1) throw invalidField("n", "a decision has one answer; n must be 1");
-  if (body.tools !== undefined && !(Array.isArray(body.tools) && body.tools.length === 0)) throw invalidField("tools", "a decision model answers from its options and takes no tools");
+  if (body.tools !== undefined && !(Array.isArray(body.tools) && body.tools.length === 0)) {
+    throw invalidField("tools", "a decision model answers from its options and takes no tools");
+  }
   const stream = optionalBoolean(body.stream, "stream") ?? false;
   const logprobs = optionalBoolean(body.logprobs, "logprobs") ?? false;
   let topLogprobs = options.values.length;
@@ -72,12 +75,16 @@ function readMessages(raw: unknown): TextMessage[] {
   if (!Array.isArray(raw) || raw.length === 0) throw invalidField("messages", "must be a non-empty array of messages");
   return raw.map((m, i) => {
     if (!isObject(m) || typeof m.role !== "string") throw invalidField(`messages[${i}]`, "must be an object with a role");
-    if (!["system", "developer", "user", "assistant", "tool"].includes(m.role)) throw invalidField(`messages[${i}].role`, "must be one of system, developer, user, assistant, tool");
+    if (!["system", "developer", "user", "assistant", "tool"].includes(m.role)) {
+      throw invalidField(`messages[${i}].role`, "must be one of system, developer, user, assistant, tool");
+    }
     if (typeof m.content === "string") return {role: m.role, content: m.content};
     if (m.content === null || m.content === undefined) return {role: m.role, content: ""};
     if (!Array.isArray(m.content)) throw invalidField(`messages[${i}].content`, "must be a string or an array of text parts");
     const parts = m.content.map((p, j) => {
-      if (!isObject(p) || p.type !== "text" || typeof p.text !== "string") throw invalidField(`messages[${i}].content[${j}]`, "a decision reads text parts ({type: \"text\", text}) only");
+      if (!isObject(p) || p.type !== "text" || typeof p.text !== "string") {
+        throw invalidField(`messages[${i}].content[${j}]`, "a decision reads text parts ({type: \"text\", text}) only");
+      }
       return p.text;
     });
     return {role: m.role, content: parts.join("\n")};

@@ -40,7 +40,9 @@ export function decodeDecide(body: unknown): DecideRequest {
   for (const k of Object.keys(body)) if (!TOP_FIELDS.has(k)) throw unprocessableField(k, "is not a field of /v1/decide (fields: model, state, questions)");
   const text = readState(body.state);
   const raw = body.questions;
-  if (!isObject(raw) || Object.keys(raw).length === 0) throw unprocessableField("questions", "must be a non-empty object mapping question names to {type, instructions, criteria}");
+  if (!isObject(raw) || Object.keys(raw).length === 0) {
+    throw unprocessableField("questions", "must be a non-empty object mapping question names to {type, instructions, criteria}");
+  }
   const names = Object.keys(raw);
   if (names.length > MAX_QUESTIONS) throw unprocessableField("questions", `at most ${MAX_QUESTIONS} questions per request (found ${names.length})`);
   return {model: body.model, text, questions: names.map((name) => readQuestion(name, raw[name]))};
@@ -59,8 +61,12 @@ function readQuestion(name: string, q: unknown): NamedQuestion {
   const p = `questions.${name}`;
   if (name.trim() === "") throw unprocessableField("questions", "question names must not be empty");
   if (!isObject(q)) throw unprocessableField(p, "must be an object {type, instructions, criteria}");
-  for (const k of Object.keys(q)) if (!QUESTION_FIELDS.has(k)) throw unprocessableField(`${p}.${k}`, "is not a question field (fields: type, instructions, criteria)");
-  if (typeof q.instructions !== "string" || q.instructions.trim() === "") throw unprocessableField(`${p}.instructions`, "must be a non-empty string: the question to answer");
+  for (const k of Object.keys(q)) {
+    if (!QUESTION_FIELDS.has(k)) throw unprocessableField(`${p}.${k}`, "is not a question field (fields: type, instructions, criteria)");
+  }
+  if (typeof q.instructions !== "string" || q.instructions.trim() === "") {
+    throw unprocessableField(`${p}.instructions`, "must be a non-empty string: the question to answer");
+  }
   const question = q.instructions;
   const {minOptions: min, maxOptions: max} = DECISION_LIMITS;
   switch (q.type) {
@@ -68,7 +74,9 @@ function readQuestion(name: string, q: unknown): NamedQuestion {
       const c = q.criteria;
       if (!isObject(c)) throw unprocessableField(`${p}.criteria`, "a choice needs criteria: an object mapping option names to a description or null");
       const names = Object.keys(c);
-      if (names.length < min || names.length > max) throw unprocessableField(`${p}.criteria`, `a choice takes ${min} to ${max} options (found ${names.length})`);
+      if (names.length < min || names.length > max) {
+        throw unprocessableField(`${p}.criteria`, `a choice takes ${min} to ${max} options (found ${names.length})`);
+      }
       const options = names.map((n) => {
         const d = c[n];
         if (n.trim() === "") throw unprocessableField(`${p}.criteria`, "option names must not be empty");

@@ -50,7 +50,9 @@ function readLeaf(schema: unknown, param: string): Omit<SchemaOptions, "property
     const items = schema.oneOf as unknown[];
     checkCount(items.length, `${param}.oneOf`);
     const values = items.map((item, i) => {
-      if (!isObject(item) || !("const" in item)) throw invalidField(`${param}.oneOf[${i}]`, "must be an object with a `const` (and optionally a `description`)");
+      if (!isObject(item) || !("const" in item)) {
+        throw invalidField(`${param}.oneOf[${i}]`, "must be an object with a `const` (and optionally a `description`)");
+      }
       if (item.description !== undefined && typeof item.description !== "string") throw invalidField(`${param}.oneOf[${i}].description`, "must be a string");
       return item.const;
     });

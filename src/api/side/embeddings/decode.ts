@@ -57,7 +57,9 @@ export function decodeEmbeddings(body: unknown, nativeDimensions: number): Embed
   const promptName = b.prompt_name ?? null;
   if (promptName !== null && promptName !== "query" && promptName !== "document") throw invalidField("prompt_name", `must be "query" or "document"`);
   if (b.instruction !== undefined && b.instruction !== null) {
-    if (typeof b.instruction !== "string" || b.instruction.trim() === "") throw invalidField("instruction", "must be a non-empty string (the task line of a query)");
+    if (typeof b.instruction !== "string" || b.instruction.trim() === "") {
+      throw invalidField("instruction", "must be a non-empty string (the task line of a query)");
+    }
     if (promptName !== "query") throw invalidField("instruction", `applies to queries only; send it with prompt_name "query"`);
   }
   if (b.user !== undefined && typeof b.user !== "string") throw invalidField("user", "must be a string");

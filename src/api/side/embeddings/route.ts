@@ -34,7 +34,8 @@ export function registerEmbeddingsRoute(app: FastifyInstance, deps: ServerDeps, 
     const tokens = request.texts.map((t) => runner.tokenize(t));
     tokens.forEach((t, i) => {
       if (t.length > runner.inputLimit) {
-        throw invalidField(`input[${i}]`, `is ${t.length} tokens; ${runner.id} reads at most ${runner.inputLimit} tokens per input ([CLS] and [SEP] included${request.texts[i]!.startsWith("Instruct: ") ? ", and the query instruction" : ""})`);
+        throw invalidField(`input[${i}]`, `is ${t.length} tokens; ${runner.id} reads at most ${runner.inputLimit} tokens per input ` +
+          `([CLS] and [SEP] included${request.texts[i]!.startsWith("Instruct: ") ? ", and the query instruction" : ""})`);
       }
     });
     const abort = hangUpSignal(req, reply);
@@ -42,7 +43,9 @@ export function registerEmbeddingsRoute(app: FastifyInstance, deps: ServerDeps, 
     try {
       vectors = await runner.embed(tokens, {batch: deps.config.npuEmbBatch, signal: abort.signal});
     } catch (e) {
-      if (abort.signal.aborted && !(e instanceof ApiError)) throw new ApiError("client_closed", "the client closed the connection; the embedding was cancelled");
+      if (abort.signal.aborted && !(e instanceof ApiError)) {
+        throw new ApiError("client_closed", "the client closed the connection; the embedding was cancelled");
+      }
       throw e;
     }
     const dims = request.dimensions ?? runner.dimensions;

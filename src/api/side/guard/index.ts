@@ -9,7 +9,8 @@ import {GUARD_HEADER, parseGuardAsk} from "./options.ts";
 
 export {ChatGuard} from "./chat-guard.ts";
 
-export function openChatGuard(deps: Pick<ServerDeps, "config" | "side">, req: FastifyRequest, guardField: unknown, request: GenerationRequest, who: ChatIdentity): ChatGuard | null {
+export function openChatGuard(deps: Pick<ServerDeps, "config" | "side">, req: FastifyRequest, guardField: unknown, request: GenerationRequest,
+  who: ChatIdentity): ChatGuard | null {
   const ask = parseGuardAsk(guardField, req.headers[GUARD_HEADER], deps.side, {flag: deps.config.guardFlag});
   if (!ask) return null;
   const userText = request.prompt.kind === "chat" ? lastUserText(request.prompt.messages) : "";

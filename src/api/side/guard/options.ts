@@ -48,7 +48,8 @@ export function parseGuardAsk(raw: unknown, header: string | string[] | undefine
     }
     if (o.chunk !== undefined && o.chunk !== null) {
       if (typeof o.chunk !== "number" || !Number.isInteger(o.chunk) || o.chunk < GUARD_LIMITS.chunkMin || o.chunk > GUARD_LIMITS.chunkMax) {
-        throw invalidField("guard.chunk", `must be an integer from ${GUARD_LIMITS.chunkMin} to ${GUARD_LIMITS.chunkMax} (reply tokens per verdict; got ${JSON.stringify(o.chunk)})`);
+        throw invalidField("guard.chunk",
+          `must be an integer from ${GUARD_LIMITS.chunkMin} to ${GUARD_LIMITS.chunkMax} (reply tokens per verdict; got ${JSON.stringify(o.chunk)})`);
       }
       chunk = o.chunk;
     }

@@ -39,7 +39,9 @@ export function decodeModeration(body: unknown): ModerationRequest {
   if (typeof strict !== "boolean") throw invalidField("strict", "must be a boolean");
   const hasInput = body.input !== undefined && body.input !== null;
   const hasMessages = body.messages !== undefined && body.messages !== null;
-  if (hasInput === hasMessages) throw invalidField(hasInput ? "messages" : "input", "send either input (texts to judge) or messages (a conversation), not both nor neither");
+  if (hasInput === hasMessages) {
+    throw invalidField(hasInput ? "messages" : "input", "send either input (texts to judge) or messages (a conversation), not both nor neither");
+  }
   if (hasMessages) return {model: body.model, conversations: [{param: "messages", turns: judgedTurns(body.messages)}], strict};
   return {model: body.model, conversations: readInput(body.input).map((text, i) => ({param: Array.isArray(body.input) ? `input[${i}]` : "input",
     turns: [{role: "user", content: text}]})), strict};
@@ -94,7 +96,8 @@ export function registerModerationRoute(app: FastifyInstance, deps: ServerDeps, 
     const prompts = decoded.conversations.map((c) => {
       const p = runner.prompt(c.turns);
       if (p.tokens.length > runner.maxPromptTokens) {
-        throw new ApiError("invalid_request", `${c.param}: the moderation prompt takes ${p.tokens.length} tokens with the template; the limit is ${runner.maxPromptTokens}`,
+        throw new ApiError("invalid_request",
+          `${c.param}: the moderation prompt takes ${p.tokens.length} tokens with the template; the limit is ${runner.maxPromptTokens}`,
           {param: c.param});
       }
       return p;

@@ -43,7 +43,9 @@ export function decodeRerank(body: unknown): RerankRequest {
   if (typeof returnDocuments !== "boolean") throw invalidField("return_documents", "must be a boolean");
   let instruction: string | undefined;
   if (body.instruction !== undefined && body.instruction !== null) {
-    if (typeof body.instruction !== "string" || body.instruction.trim() === "") throw invalidField("instruction", "must be a non-empty string (it replaces the default task line)");
+    if (typeof body.instruction !== "string" || body.instruction.trim() === "") {
+      throw invalidField("instruction", "must be a non-empty string (it replaces the default task line)");
+    }
     instruction = body.instruction;
   }
   return {model: body.model, query: body.query, documents, topN, returnDocuments, instruction};

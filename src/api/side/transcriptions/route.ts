@@ -49,7 +49,8 @@ async function readRequest(req: FastifyRequest): Promise<TranscriptionRequest> {
   if (fields.language !== undefined && fields.language.trim() !== "") {
     language = whisperLanguage(fields.language);
     if (!language) {
-      throw invalidField("language", `"${fields.language.slice(0, 40)}" is not a language the speech model knows; send a two-letter code such as en or a name such as english, or leave it out to detect it`);
+      throw invalidField("language", `"${fields.language.slice(0, 40)}" is not a language the speech model knows; ` +
+        "send a two-letter code such as en or a name such as english, or leave it out to detect it");
     }
   }
   if (fields.temperature !== undefined) {
