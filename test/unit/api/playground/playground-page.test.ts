@@ -5,20 +5,20 @@
 
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
-import {decodeChat} from "../../src/api/dialects/chat/decode.ts";
-import {chatStreamEncoder} from "../../src/api/dialects/chat/encode.ts";
-import {decodeMessages, LogOnce} from "../../src/api/dialects/messages/decode.ts";
-import {messageStreamEncoder} from "../../src/api/dialects/messages/encode.ts";
-import {decodeResponses} from "../../src/api/dialects/responses/decode.ts";
-import {responsesStreamEncoder} from "../../src/api/dialects/responses/encode.ts";
-import {responseShell} from "../../src/api/dialects/responses/response-object.ts";
-import type {StreamEncoder} from "../../src/api/serve-generation.ts";
-import type {GenerationEvent, Timings} from "../../src/core/generation.ts";
-import {SchemaCache} from "../../src/grammar/index.ts";
-import {newCounters} from "../../src/observability/counters.ts";
-import {createMemoryLogger} from "../../src/observability/log.ts";
-import {applyEvent, buildRequest, cacheShare, emptyReply, type Route} from "../../src/api/playground/static/api.js";
-import {checkReply, highlight, validate} from "../../src/api/playground/static/json.js";
+import {decodeChat} from "../../../../src/api/dialects/chat/decode.ts";
+import {chatStreamEncoder} from "../../../../src/api/dialects/chat/encode.ts";
+import {decodeMessages, LogOnce} from "../../../../src/api/dialects/messages/decode.ts";
+import {messageStreamEncoder} from "../../../../src/api/dialects/messages/encode.ts";
+import {decodeResponses} from "../../../../src/api/dialects/responses/decode.ts";
+import {responsesStreamEncoder} from "../../../../src/api/dialects/responses/encode.ts";
+import {responseShell} from "../../../../src/api/dialects/responses/response-object.ts";
+import type {StreamEncoder} from "../../../../src/api/serve-generation.ts";
+import type {GenerationEvent, Timings} from "../../../../src/core/generation.ts";
+import {SchemaCache} from "../../../../src/grammar/index.ts";
+import {newCounters} from "../../../../src/observability/counters.ts";
+import {createMemoryLogger} from "../../../../src/observability/log.ts";
+import {applyEvent, buildRequest, cacheShare, emptyReply, type Route} from "../../../../src/api/playground/static/api.js";
+import {checkReply, highlight, validate} from "../../../../src/api/playground/static/json.js";
 
 const timings: Timings = {prompt_n: 6, prompt_ms: 1, prompt_per_second: 6000, predicted_n: 9, predicted_ms: 2, predicted_per_second: 4500, cache_n: 2, draft_n: 0, draft_n_accepted: 0};
 const EVENTS: GenerationEvent[] = [

@@ -8,12 +8,12 @@ import {createServer, type Server, type ServerResponse} from "node:http";
 import type {AddressInfo} from "node:net";
 import {after, before, describe, test} from "node:test";
 import Anthropic from "@anthropic-ai/sdk";
-import {ApiError, invalidField, type ErrorKind} from "../../src/core/errors.ts";
-import type {GenerationEvent, Timings} from "../../src/core/generation.ts";
-import {SseStream} from "../../src/api/sse.ts";
-import {messageBody, messageStreamEncoder, messageStreamEvents, stopOf, type MessageIdentity} from "../../src/api/dialects/messages/encode.ts";
-import {anthropicErrorBody} from "../../src/api/dialects/messages/errors.ts";
-import {reasoningFromSignature, signReasoning} from "../../src/api/dialects/messages/signature.ts";
+import {ApiError, invalidField, type ErrorKind} from "../../../../../src/core/errors.ts";
+import type {GenerationEvent, Timings} from "../../../../../src/core/generation.ts";
+import {SseStream} from "../../../../../src/api/sse.ts";
+import {messageBody, messageStreamEncoder, messageStreamEvents, stopOf, type MessageIdentity} from "../../../../../src/api/dialects/messages/encode.ts";
+import {anthropicErrorBody} from "../../../../../src/api/dialects/messages/errors.ts";
+import {reasoningFromSignature, signReasoning} from "../../../../../src/api/dialects/messages/signature.ts";
 
 const timings: Timings = {prompt_n: 10, prompt_ms: 1, prompt_per_second: 1, predicted_n: 9, predicted_ms: 1, predicted_per_second: 1, cache_n: 4, draft_n: 0, draft_n_accepted: 0};
 const done = (finishReason: "stop" | "length" | "tool_calls" = "tool_calls", stoppedBy: string | null = null): GenerationEvent =>

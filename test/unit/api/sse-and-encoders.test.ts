@@ -5,11 +5,11 @@ import assert from "node:assert/strict";
 import {createServer, type Server, type ServerResponse} from "node:http";
 import type {AddressInfo} from "node:net";
 import {after, before, describe, test} from "node:test";
-import {SseStream} from "../../src/api/sse.ts";
-import {chatCompletionBody, chatStreamEncoder, chatUsage} from "../../src/api/dialects/chat/encode.ts";
-import {completionBody, completionStreamEncoder} from "../../src/api/dialects/completions/encode.ts";
-import {ApiError} from "../../src/core/errors.ts";
-import type {GenerationEvent, Timings} from "../../src/core/generation.ts";
+import {SseStream} from "../../../src/api/sse.ts";
+import {chatCompletionBody, chatStreamEncoder, chatUsage} from "../../../src/api/dialects/chat/encode.ts";
+import {completionBody, completionStreamEncoder} from "../../../src/api/dialects/completions/encode.ts";
+import {ApiError} from "../../../src/core/errors.ts";
+import type {GenerationEvent, Timings} from "../../../src/core/generation.ts";
 
 // ---------------------------------------------------------------------------------------------------
 // SseStream

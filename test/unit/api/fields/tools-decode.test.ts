@@ -3,12 +3,12 @@
 
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
-import {decodeChat} from "../../src/api/dialects/chat/decode.ts";
-import {MAX_STRICT_PARAMETERS, MAX_STRICT_TOOLS} from "../../src/api/fields/tools.ts";
-import {SchemaCache} from "../../src/grammar/index.ts";
-import {newCounters} from "../../src/observability/counters.ts";
-import {createMemoryLogger} from "../../src/observability/log.ts";
-import {apiErrorOf} from "../fixtures/api-error.ts";
+import {decodeChat} from "../../../../src/api/dialects/chat/decode.ts";
+import {MAX_STRICT_PARAMETERS, MAX_STRICT_TOOLS} from "../../../../src/api/fields/tools.ts";
+import {SchemaCache} from "../../../../src/grammar/index.ts";
+import {newCounters} from "../../../../src/observability/counters.ts";
+import {createMemoryLogger} from "../../../../src/observability/log.ts";
+import {apiErrorOf} from "../../../fixtures/api-error.ts";
 
 const user = (content: string) => ({role: "user", content});
 

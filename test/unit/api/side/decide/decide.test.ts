@@ -4,13 +4,13 @@
 
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
-import {ApiError} from "../../src/core/errors.ts";
-import {decodeDecisionChat} from "../../src/api/side/decide/chat-route.ts";
-import {answerJson, readSchemaOptions} from "../../src/api/side/decide/schema-options.ts";
-import {answerOf, decodeDecide} from "../../src/api/side/decide/route.ts";
-import {decisionPrompt, answerLabels} from "../../src/side-models/decider/prompt.ts";
-import {labelSet, readingOf, type Tokenizer} from "../../src/side-models/lm/labels.ts";
-import {planPasses} from "../../src/side-models/lm/batches.ts";
+import {ApiError} from "../../../../../src/core/errors.ts";
+import {decodeDecisionChat} from "../../../../../src/api/side/decide/chat-route.ts";
+import {answerJson, readSchemaOptions} from "../../../../../src/api/side/decide/schema-options.ts";
+import {answerOf, decodeDecide} from "../../../../../src/api/side/decide/route.ts";
+import {decisionPrompt, answerLabels} from "../../../../../src/side-models/decider/prompt.ts";
+import {labelSet, readingOf, type Tokenizer} from "../../../../../src/side-models/lm/labels.ts";
+import {planPasses} from "../../../../../src/side-models/lm/batches.ts";
 
 /** A toy tokenizer: one token per character, special markers as one token. */
 const toy: Tokenizer = {

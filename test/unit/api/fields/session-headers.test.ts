@@ -2,8 +2,8 @@
 
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
-import {ApiError} from "../../src/core/errors.ts";
-import {checkSessionName, FROM_HEADER_VALUES, readSessionHeaders, SESSION_NAME_RULE} from "../../src/api/fields/session-headers.ts";
+import {ApiError} from "../../../../src/core/errors.ts";
+import {checkSessionName, FROM_HEADER_VALUES, readSessionHeaders, SESSION_NAME_RULE} from "../../../../src/api/fields/session-headers.ts";
 
 function refused(headers: Record<string, string | string[] | undefined>, param: string): ApiError {
   let caught: unknown;

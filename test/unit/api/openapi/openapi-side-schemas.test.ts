@@ -4,12 +4,12 @@
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
 import type {z} from "zod";
-import {classifyRequestSchema, decideRequestSchema, embeddingsRequestSchema, moderationRequestSchema, rerankRequestSchema} from "../../src/api/openapi/side-schemas.ts";
-import {decodeEmbeddings} from "../../src/api/side/embeddings/decode.ts";
-import {decodeClassify} from "../../src/api/side/classify/decode.ts";
-import {decodeRerank} from "../../src/api/side/rerank/route.ts";
-import {decodeModeration} from "../../src/api/side/moderations/route.ts";
-import {decodeDecide} from "../../src/api/side/decide/route.ts";
+import {classifyRequestSchema, decideRequestSchema, embeddingsRequestSchema, moderationRequestSchema, rerankRequestSchema} from "../../../../src/api/openapi/side-schemas.ts";
+import {decodeEmbeddings} from "../../../../src/api/side/embeddings/decode.ts";
+import {decodeClassify} from "../../../../src/api/side/classify/decode.ts";
+import {decodeRerank} from "../../../../src/api/side/rerank/route.ts";
+import {decodeModeration} from "../../../../src/api/side/moderations/route.ts";
+import {decodeDecide} from "../../../../src/api/side/decide/route.ts";
 
 function agree(name: string, schema: z.ZodType, decode: (b: unknown) => unknown, good: unknown[], bad: unknown[]): void {
   test(name, () => {

@@ -2,10 +2,10 @@
 
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
-import {ApiError, invalidField, invalidRequest, isApiError, type ErrorKind} from "../../src/core/errors.ts";
-import {openAiErrorBody, toApiError} from "../../src/api/error-body.ts";
-import {EngineUnavailableError} from "../../src/engine/errors.ts";
-import {isOpenRoute, makeKeyCheck, presentedKeys} from "../../src/api/auth.ts";
+import {ApiError, invalidField, invalidRequest, isApiError, type ErrorKind} from "../../../src/core/errors.ts";
+import {openAiErrorBody, toApiError} from "../../../src/api/error-body.ts";
+import {EngineUnavailableError} from "../../../src/engine/errors.ts";
+import {isOpenRoute, makeKeyCheck, presentedKeys} from "../../../src/api/auth.ts";
 
 describe("ApiError kinds", () => {
   const table: [ErrorKind, number, string, string | null][] = [

@@ -3,11 +3,11 @@
 
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
-import type {ApiError} from "../../src/core/errors.ts";
-import {apiErrorOf} from "../fixtures/api-error.ts";
-import {BUDGET_ALIASES, DEFAULT_SAMPLING, decodeSampling, decodeStops, notYet, resolveBudget} from "../../src/api/fields/common.ts";
-import {fieldPath, parseBody} from "../../src/api/fields/validate.ts";
-import {chatRequestSchema} from "../../src/api/dialects/chat/schema.ts";
+import type {ApiError} from "../../../../src/core/errors.ts";
+import {apiErrorOf} from "../../../fixtures/api-error.ts";
+import {BUDGET_ALIASES, DEFAULT_SAMPLING, decodeSampling, decodeStops, notYet, resolveBudget} from "../../../../src/api/fields/common.ts";
+import {fieldPath, parseBody} from "../../../../src/api/fields/validate.ts";
+import {chatRequestSchema} from "../../../../src/api/dialects/chat/schema.ts";
 
 describe("resolveBudget", () => {
   test("the three aliases, in order", () => {

@@ -1,15 +1,15 @@
 // The classifier pattern's rule 7 on both routes, and the JS sampler used when logprobs are asked for.
 
-import {createMemoryLogger} from "../../src/observability/log.ts";
-import {newCounters} from "../../src/observability/counters.ts";
+import {createMemoryLogger} from "../../../../src/observability/log.ts";
+import {newCounters} from "../../../../src/observability/counters.ts";
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
-import {decodeChat} from "../../src/api/dialects/chat/decode.ts";
-import {SchemaCache} from "../../src/grammar/index.ts";
-import {decodeCompletion} from "../../src/api/dialects/completions/decode.ts";
-import {penalize, pickToken, seededRandom} from "../../src/engine/logit-sampler.ts";
-import {DEFAULT_SAMPLING} from "../../src/api/fields/common.ts";
-import {apiErrorOf} from "../fixtures/api-error.ts";
+import {decodeChat} from "../../../../src/api/dialects/chat/decode.ts";
+import {SchemaCache} from "../../../../src/grammar/index.ts";
+import {decodeCompletion} from "../../../../src/api/dialects/completions/decode.ts";
+import {penalize, pickToken, seededRandom} from "../../../../src/engine/logit-sampler.ts";
+import {DEFAULT_SAMPLING} from "../../../../src/api/fields/common.ts";
+import {apiErrorOf} from "../../../fixtures/api-error.ts";
 
 const ctx = {requestId: "r", signal: new AbortController().signal, maxTokensCap: 1000, schemas: new SchemaCache(), grammarEnabled: true, strictTools: true, logger: createMemoryLogger(), counters: newCounters()};
 const messages = [{role: "user", content: "Is this good?"}, {role: "assistant", content: "Answer:"}];

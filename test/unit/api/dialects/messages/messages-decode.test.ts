@@ -4,13 +4,13 @@
 
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
-import {decodeMessages, LogOnce, type MessagesDecodeContext} from "../../src/api/dialects/messages/decode.ts";
-import {signReasoning} from "../../src/api/dialects/messages/signature.ts";
-import {callIdOf, toolUseId} from "../../src/api/dialects/messages/tool-use-ids.ts";
-import {SchemaCache} from "../../src/grammar/index.ts";
-import {newCounters} from "../../src/observability/counters.ts";
-import {createMemoryLogger} from "../../src/observability/log.ts";
-import {apiErrorOf} from "../fixtures/api-error.ts";
+import {decodeMessages, LogOnce, type MessagesDecodeContext} from "../../../../../src/api/dialects/messages/decode.ts";
+import {signReasoning} from "../../../../../src/api/dialects/messages/signature.ts";
+import {callIdOf, toolUseId} from "../../../../../src/api/dialects/messages/tool-use-ids.ts";
+import {SchemaCache} from "../../../../../src/grammar/index.ts";
+import {newCounters} from "../../../../../src/observability/counters.ts";
+import {createMemoryLogger} from "../../../../../src/observability/log.ts";
+import {apiErrorOf} from "../../../../fixtures/api-error.ts";
 
 function context(headers: Record<string, string> = {}): MessagesDecodeContext & {logger: ReturnType<typeof createMemoryLogger>} {
   const logger = createMemoryLogger();

@@ -1,15 +1,15 @@
 // Chat and completions bodies → GenerationRequest: every refusal with its exact message, and the
 // decoded request for the accepted shapes.
 
-import {createMemoryLogger} from "../../src/observability/log.ts";
-import {newCounters} from "../../src/observability/counters.ts";
+import {createMemoryLogger} from "../../../../../src/observability/log.ts";
+import {newCounters} from "../../../../../src/observability/counters.ts";
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
-import type {ApiError} from "../../src/core/errors.ts";
-import {apiErrorOf} from "../fixtures/api-error.ts";
-import {decodeChat} from "../../src/api/dialects/chat/decode.ts";
-import {SchemaCache} from "../../src/grammar/index.ts";
-import {decodeCompletion} from "../../src/api/dialects/completions/decode.ts";
+import type {ApiError} from "../../../../../src/core/errors.ts";
+import {apiErrorOf} from "../../../../fixtures/api-error.ts";
+import {decodeChat} from "../../../../../src/api/dialects/chat/decode.ts";
+import {SchemaCache} from "../../../../../src/grammar/index.ts";
+import {decodeCompletion} from "../../../../../src/api/dialects/completions/decode.ts";
 
 const signal = new AbortController().signal;
 const ctx = {requestId: "req-1", signal, maxTokensCap: 100, schemas: new SchemaCache(), grammarEnabled: true, strictTools: true, logger: createMemoryLogger(), counters: newCounters()};
@@ -122,7 +122,7 @@ describe("decodeChat: features not served", () => {
     assert.equal((decodeChat({messages: [user("hi")], tools, tool_choice: "none"}, ctx).request.prompt as {tools?: unknown}).tools, undefined);
   });
 
-  test("guard passes through the decode as sent (the streaming guard reads and refuses it: test/unit/guard-options.test.ts)", () => {
+  test("guard passes through the decode as sent (the streaming guard reads and refuses it: test/unit/api/side/guard/guard-options.test.ts)", () => {
     for (const guard of [{mode: "stream"}, true, "nx3guard-stream-0.6b", false, null]) {
       assert.deepEqual(decodeChat({messages: [user("hi")], guard}, ctx).body.guard, guard);
     }

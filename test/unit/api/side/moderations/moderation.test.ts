@@ -3,10 +3,10 @@
 
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
-import {ApiError} from "../../src/core/errors.ts";
-import {decodeModeration, isVendorModerationName} from "../../src/api/side/moderations/route.ts";
-import {decodeRerank} from "../../src/api/side/rerank/route.ts";
-import {guardPrompt} from "../../src/side-models/moderation/prompt.ts";
+import {ApiError} from "../../../../../src/core/errors.ts";
+import {decodeModeration, isVendorModerationName} from "../../../../../src/api/side/moderations/route.ts";
+import {decodeRerank} from "../../../../../src/api/side/rerank/route.ts";
+import {guardPrompt} from "../../../../../src/side-models/moderation/prompt.ts";
 
 const chars = {tokenize: (text: string) => [...text].map((c) => c.charCodeAt(0))};
 const asText = (tokens: number[]) => String.fromCharCode(...tokens);

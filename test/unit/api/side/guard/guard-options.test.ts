@@ -3,11 +3,11 @@
 
 import {test} from "node:test";
 import assert from "node:assert/strict";
-import {parseGuardAsk} from "../../src/api/side/guard/options.ts";
-import {StreamGuardRunner} from "../../src/side-models/guard/runner.ts";
-import {SideModels, type SideRunner} from "../../src/side-models/side-models.ts";
-import type {SideKind} from "../../src/side-models/registry.ts";
-import {ApiError} from "../../src/core/errors.ts";
+import {parseGuardAsk} from "../../../../../src/api/side/guard/options.ts";
+import {StreamGuardRunner} from "../../../../../src/side-models/guard/runner.ts";
+import {SideModels, type SideRunner} from "../../../../../src/side-models/side-models.ts";
+import type {SideKind} from "../../../../../src/side-models/registry.ts";
+import {ApiError} from "../../../../../src/core/errors.ts";
 
 function runner(id: string, kind: SideKind): SideRunner {
   const base = kind === "stream-guard" ? Object.create(StreamGuardRunner.prototype) : {};

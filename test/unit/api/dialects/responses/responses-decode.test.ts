@@ -4,12 +4,12 @@
 
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
-import type {ApiError} from "../../src/core/errors.ts";
-import {decodeResponses} from "../../src/api/dialects/responses/decode.ts";
-import {SchemaCache} from "../../src/grammar/index.ts";
-import {newCounters} from "../../src/observability/counters.ts";
-import {createMemoryLogger} from "../../src/observability/log.ts";
-import {apiErrorOf} from "../fixtures/api-error.ts";
+import type {ApiError} from "../../../../../src/core/errors.ts";
+import {decodeResponses} from "../../../../../src/api/dialects/responses/decode.ts";
+import {SchemaCache} from "../../../../../src/grammar/index.ts";
+import {newCounters} from "../../../../../src/observability/counters.ts";
+import {createMemoryLogger} from "../../../../../src/observability/log.ts";
+import {apiErrorOf} from "../../../../fixtures/api-error.ts";
 
 const logger = createMemoryLogger();
 const ctx = {requestId: "resp_1", signal: new AbortController().signal, maxTokensCap: 100, schemas: new SchemaCache(), grammarEnabled: true,
