@@ -6,9 +6,9 @@ import {readFileSync} from "node:fs";
 import {homedir} from "node:os";
 import {join} from "node:path";
 import {describe, test} from "node:test";
-import {ConfigError, loadConfig, settingsTableMarkdown} from "../../src/config/config.ts";
-import {flag, int, num, oneOf, RuleError, SETTINGS, text} from "../../src/config/settings.ts";
-import {DEFAULT_MAIN_MODEL_SPEC} from "../../src/models/known-files.ts";
+import {ConfigError, loadConfig, settingsTableMarkdown} from "../../../src/config/config.ts";
+import {flag, int, num, oneOf, RuleError, SETTINGS, text} from "../../../src/config/settings.ts";
+import {DEFAULT_MAIN_MODEL_SPEC} from "../../../src/models/known-files.ts";
 
 /** The ConfigError thrown by loadConfig(env); fails the test when nothing (or something else) is thrown. */
 function problemsOf(env: Record<string, string>): string[] {
@@ -357,7 +357,7 @@ describe("settings table", () => {
     for (const n of names) assert.match(n, /^SVC_[A-Z0-9_]+$/);
   });
   test("README.md contains the generated settings table verbatim", () => {
-    const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
+    const readme = readFileSync(new URL("../../../README.md", import.meta.url), "utf8");
     assert.ok(readme.includes(settingsTableMarkdown()), "README.md's settings table differs from settingsTableMarkdown(); regenerate it");
   });
 });
