@@ -7,7 +7,7 @@ import {tmpdir} from "node:os";
 import {join} from "node:path";
 import {after, describe, test} from "node:test";
 import {manifestPath, newStateId, readManifest, removeState, statePath, touchManifest, verifyState, writeState,
-  type StateManifest} from "../../src/engine/kv/state-files.ts";
+  type StateManifest} from "../../../../src/engine/kv/state-files.ts";
 
 const identity = {model: "m.gguf", build: "b1"};
 const meta = {tokens: [1, 2, 3, 4], cuts: [2, 4], label: "test"};

@@ -6,7 +6,7 @@ import {mkdtemp, rm, writeFile} from "node:fs/promises";
 import {tmpdir} from "node:os";
 import {join} from "node:path";
 import {after, before, describe, test} from "node:test";
-import {describeState, readDescriptor, slotFileName, writeDescriptor} from "../../src/engine/remote/remote-sessions.ts";
+import {describeState, readDescriptor, slotFileName, writeDescriptor} from "../../../../src/engine/remote/remote-sessions.ts";
 
 describe("remote session descriptors", () => {
   let dir: string;

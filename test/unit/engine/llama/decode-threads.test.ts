@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import {test} from "node:test";
-import {aloneOnEveryThread, threadsForBatch} from "../../src/engine/llama/decode-threads.ts";
-import {SPLIT_ROW_FROM} from "../../src/engine/kv/row-classes.ts";
+import {aloneOnEveryThread, threadsForBatch} from "../../../../src/engine/llama/decode-threads.ts";
+import {SPLIT_ROW_FROM} from "../../../../src/engine/kv/row-classes.ts";
 
 test("a prompt piece runs on every thread", () => {
   assert.equal(threadsForBatch({piece: true, aloneStep: false}, {prompt: 2, decode: 2}), 2);

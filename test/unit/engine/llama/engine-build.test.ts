@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import {test} from "node:test";
-import {engineIdentity, llamaBuildOptions} from "../../src/engine/llama/engine-build.ts";
-import {PINNED_NODE_LLAMA_CPP} from "../../src/engine/llama/internals.ts";
+import {engineIdentity, llamaBuildOptions} from "../../../../src/engine/llama/engine-build.ts";
+import {PINNED_NODE_LLAMA_CPP} from "../../../../src/engine/llama/internals.ts";
 
 test("the prebuilt engine never builds; its state identity is the one states were always written with", () => {
   assert.deepEqual(llamaBuildOptions("prebuilt"), {build: "never"});

@@ -3,8 +3,8 @@
 
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
-import {emptyMemory, planCuts, type CutPlan, type RegionMemory} from "../../src/engine/kv/region-memory.ts";
-import {SharedPrefill, SHARE_MIN_TOKENS} from "../../src/engine/llama/shared-prefill.ts";
+import {emptyMemory, planCuts, type CutPlan, type RegionMemory} from "../../../../src/engine/kv/region-memory.ts";
+import {SharedPrefill, SHARE_MIN_TOKENS} from "../../../../src/engine/llama/shared-prefill.ts";
 
 const seq = (n: number, from = 0) => Array.from({length: n}, (_, i) => from + i);
 const plan = (length: number): CutPlan => ({cuts: planCuts(length, 64), match: "pieces"});

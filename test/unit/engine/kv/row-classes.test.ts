@@ -3,9 +3,9 @@
 
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
-import {exactLength, reusable} from "../../src/engine/kv/region-memory.ts";
+import {exactLength, reusable} from "../../../../src/engine/kv/region-memory.ts";
 import {MERGED_TILED_ROWS, mergedRowsFor, mergeTiled, planByRows, resumeAt, reusableByRows, rowClass, SPLIT_ROW_FROM, TILED_ROWS}
-  from "../../src/engine/kv/row-classes.ts";
+  from "../../../../src/engine/kv/row-classes.ts";
 
 const seq = (n: number, from = 0) => Array.from({length: n}, (_, i) => from + i);
 /** No message boundaries, only reply spans. */

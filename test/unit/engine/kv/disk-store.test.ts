@@ -7,9 +7,9 @@ import {mkdir, mkdtemp, readdir, readFile, rm, truncate, writeFile} from "node:f
 import {tmpdir} from "node:os";
 import {join} from "node:path";
 import {after, describe, test} from "node:test";
-import {DiskStore, type DiskEntry} from "../../src/engine/kv/disk-store.ts";
-import {manifestPath, newStateId, statePath, writeState} from "../../src/engine/kv/state-files.ts";
-import {createMemoryLogger} from "../../src/observability/log.ts";
+import {DiskStore, type DiskEntry} from "../../../../src/engine/kv/disk-store.ts";
+import {manifestPath, newStateId, statePath, writeState} from "../../../../src/engine/kv/state-files.ts";
+import {createMemoryLogger} from "../../../../src/observability/log.ts";
 
 const identity = {model: "m.gguf", build: "b1"};
 const seq = (n: number, from = 0) => Array.from({length: n}, (_, i) => from + i);

@@ -4,8 +4,8 @@
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
 import type {BatchItem} from "node-llama-cpp";
-import {chooseBatch, newBatchPolicyState, STEP_WAIT_MS} from "../../src/engine/llama/batch-strategy.ts";
-import type {QueuedDecodeView} from "../../src/engine/llama/internals.ts";
+import {chooseBatch, newBatchPolicyState, STEP_WAIT_MS} from "../../../../src/engine/llama/batch-strategy.ts";
+import type {QueuedDecodeView} from "../../../../src/engine/llama/internals.ts";
 
 /** A queued decode of `n` tokens for sequence `seq`: the batch item and its queue entry. */
 function decode(seq: number, n: number): {item: BatchItem; view: QueuedDecodeView} {

@@ -4,8 +4,8 @@
 
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
-import {PrefixTree} from "../../src/engine/remote/prefix-tree.ts";
-import {seededRandom} from "../../src/engine/logit-sampler.ts";
+import {PrefixTree} from "../../../../src/engine/remote/prefix-tree.ts";
+import {seededRandom} from "../../../../src/engine/logit-sampler.ts";
 
 function commonPrefix(a: readonly number[], b: readonly number[]): number {
   let k = 0;

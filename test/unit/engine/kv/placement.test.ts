@@ -4,8 +4,8 @@
 
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
-import {pickTarget, place, type PlaceInput, type RegionView, type StateCandidate} from "../../src/engine/kv/placement.ts";
-import {emptyMemory, planCuts, type CutPlan, type RegionMemory} from "../../src/engine/kv/region-memory.ts";
+import {pickTarget, place, type PlaceInput, type RegionView, type StateCandidate} from "../../../../src/engine/kv/placement.ts";
+import {emptyMemory, planCuts, type CutPlan, type RegionMemory} from "../../../../src/engine/kv/region-memory.ts";
 
 /** A cold plan matched by pieces (the rule these placement cases were written for). */
 const piecesPlan = (length: number, piece: number, boundaries: number[] = []): CutPlan => ({cuts: planCuts(length, piece, boundaries), match: "pieces"});

@@ -4,7 +4,7 @@
 
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
-import {emptyMemory, exactLength, piecesFrom, planCuts, reusable, reusableByPieces, reusableByPrefix} from "../../src/engine/kv/region-memory.ts";
+import {emptyMemory, exactLength, piecesFrom, planCuts, reusable, reusableByPieces, reusableByPrefix} from "../../../../src/engine/kv/region-memory.ts";
 
 const seq = (n: number, from = 0) => Array.from({length: n}, (_, i) => from + i);
 

@@ -2,7 +2,7 @@
 
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
-import {tokenTextToBytes} from "../../src/engine/llama/token-bytes.ts";
+import {tokenTextToBytes} from "../../../../src/engine/llama/token-bytes.ts";
 
 const bytes = (s: string) => [...new TextEncoder().encode(s)];
 const arr = (u: Uint8Array) => [...u];

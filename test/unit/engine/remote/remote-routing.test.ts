@@ -3,8 +3,8 @@
 
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
-import {chooseReplica, chooseSlot, type ReplicaView} from "../../src/engine/remote/router.ts";
-import {heldBackBytes, TokenByteIndex} from "../../src/engine/remote/token-gaps.ts";
+import {chooseReplica, chooseSlot, type ReplicaView} from "../../../../src/engine/remote/router.ts";
+import {heldBackBytes, TokenByteIndex} from "../../../../src/engine/remote/token-gaps.ts";
 
 const view = (index: number, expected: number, free: number[], busy: number, up = true): ReplicaView => ({index, up, busy, free, expected});
 

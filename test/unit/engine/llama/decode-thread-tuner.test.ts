@@ -3,7 +3,7 @@
 
 import assert from "node:assert/strict";
 import {test} from "node:test";
-import {DecodeThreadTuner, TRIAL_EVERY, TRIAL_LENGTH, type TunerSwitch} from "../../src/engine/llama/decode-thread-tuner.ts";
+import {DecodeThreadTuner, TRIAL_EVERY, TRIAL_LENGTH, type TunerSwitch} from "../../../../src/engine/llama/decode-thread-tuner.ts";
 
 /** Runs `n` dispatches of `rows` steps, each taking msOn(threads). Returns the thread counts used. */
 function serve(t: DecodeThreadTuner, n: number, rows: number, msOn: (threads: number) => number): number[] {

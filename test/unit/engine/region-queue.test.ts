@@ -3,9 +3,9 @@
 
 import assert from "node:assert/strict";
 import {afterEach, describe, test} from "node:test";
-import {toApiError} from "../../src/api/error-body.ts";
-import {EngineBusyError, EngineCancelledError} from "../../src/engine/errors.ts";
-import {RegionQueue} from "../../src/engine/region-queue.ts";
+import {toApiError} from "../../../src/api/error-body.ts";
+import {EngineBusyError, EngineCancelledError} from "../../../src/engine/errors.ts";
+import {RegionQueue} from "../../../src/engine/region-queue.ts";
 
 // Every waiter gets a signal that is aborted after its test, so no queue timer outlives the test.
 const controllers: AbortController[] = [];

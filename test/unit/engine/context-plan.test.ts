@@ -4,8 +4,8 @@
 
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
-import {loadConfig} from "../../src/config/config.ts";
-import {beyondTrainingWarning, contextPositions, DEFAULT_CONTEXT_SIZE, mainContextAsk, ropeScalingOf} from "../../src/engine/context-plan.ts";
+import {loadConfig} from "../../../src/config/config.ts";
+import {beyondTrainingWarning, contextPositions, DEFAULT_CONTEXT_SIZE, mainContextAsk, ropeScalingOf} from "../../../src/engine/context-plan.ts";
 
 /** Positions per region for SVC_CTX_SIZE (undefined: unset) on a model trained to `train`, through the config as the start reads it. */
 function positions(setting: string | undefined, train: number): number {

@@ -5,8 +5,8 @@ import {mkdir, mkdtemp, readFile, readdir, rm, writeFile} from "node:fs/promises
 import {tmpdir} from "node:os";
 import {dirname, join, sep} from "node:path";
 import {after, before, test} from "node:test";
-import {keepBuilds, restoreBuilds} from "../../src/engine/llama/engine-build-store.ts";
-import {DONE_MARKER, LOCAL_BUILD_FILES, localBuildsDirectory} from "../../src/engine/llama/internals.ts";
+import {keepBuilds, restoreBuilds} from "../../../../src/engine/llama/engine-build-store.ts";
+import {DONE_MARKER, LOCAL_BUILD_FILES, localBuildsDirectory} from "../../../../src/engine/llama/internals.ts";
 
 let root: string;
 before(async () => {

@@ -5,8 +5,8 @@ import {mkdtempSync, readdirSync, rmSync, writeFileSync} from "node:fs";
 import {tmpdir} from "node:os";
 import {join} from "node:path";
 import {test} from "node:test";
-import {cachedProbe, type ExactnessProbe} from "../../src/engine/llama/exactness-probe.ts";
-import {MERGED_TILED_ROWS} from "../../src/engine/kv/row-classes.ts";
+import {cachedProbe, type ExactnessProbe} from "../../../../src/engine/llama/exactness-probe.ts";
+import {MERGED_TILED_ROWS} from "../../../../src/engine/kv/row-classes.ts";
 
 test("a verdict is probed once per key, read back after, and probed again when its file is damaged", async () => {
   const dir = join(mkdtempSync(join(tmpdir(), "svc-probe-cache-")), "probes");

@@ -5,8 +5,8 @@
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
 import type {LlamaContextSequence, Token} from "node-llama-cpp";
-import {SPLIT_ROW_FROM} from "../../src/engine/kv/row-classes.ts";
-import {LookupDrafter, LookupRecord, type DraftPolicy} from "../../src/engine/llama/prompt-lookup.ts";
+import {SPLIT_ROW_FROM} from "../../../../src/engine/kv/row-classes.ts";
+import {LookupDrafter, LookupRecord, type DraftPolicy} from "../../../../src/engine/llama/prompt-lookup.ts";
 
 const t = (xs: number[]) => xs as Token[];
 // "10 11 12 13 14 15 16 17" appears in the prompt; a reply copying it makes the lookup right every time.
