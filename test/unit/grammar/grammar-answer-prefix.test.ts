@@ -4,9 +4,9 @@
 import assert from "node:assert/strict";
 import {after, before, test} from "node:test";
 import {getLlama, type Llama} from "node-llama-cpp";
-import {grammarAcceptsText} from "../../src/engine/llama/internals.ts";
-import {compileSchema, withAnswerPrefix} from "../../src/grammar/index.ts";
-import {gptOss} from "../../src/templates/families/gpt-oss.ts";
+import {grammarAcceptsText} from "../../../src/engine/llama/internals.ts";
+import {compileSchema, withAnswerPrefix} from "../../../src/grammar/index.ts";
+import {gptOss} from "../../../src/templates/families/gpt-oss.ts";
 
 let llama: Llama;
 before(async () => {

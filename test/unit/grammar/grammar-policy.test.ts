@@ -5,8 +5,8 @@
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
 import {getLlama} from "node-llama-cpp";
-import {compileJsonObject, compileSchema, REFUSED_KEYWORDS, SchemaCache, SchemaError, UNENFORCED_KEYWORDS, type CompileOptions} from "../../src/grammar/index.ts";
-import {grammarAcceptsText} from "../../src/engine/llama/internals.ts";
+import {compileJsonObject, compileSchema, REFUSED_KEYWORDS, SchemaCache, SchemaError, UNENFORCED_KEYWORDS, type CompileOptions} from "../../../src/grammar/index.ts";
+import {grammarAcceptsText} from "../../../src/engine/llama/internals.ts";
 
 /** The SchemaError a schema gets; fails the test when it compiles. */
 function refusal(schema: unknown, opts?: CompileOptions): SchemaError {

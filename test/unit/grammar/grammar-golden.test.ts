@@ -7,10 +7,10 @@
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
 import {getLlama, type Llama, type LlamaGrammar} from "node-llama-cpp";
-import {compileJsonObject, compileSchema, SchemaCache} from "../../src/grammar/index.ts";
-import {CORPUS} from "../fixtures/schemas/corpus.ts";
-import {GOLDEN} from "../fixtures/grammar/golden.ts";
-import {grammarAcceptsText} from "../../src/engine/llama/internals.ts";
+import {compileJsonObject, compileSchema, SchemaCache} from "../../../src/grammar/index.ts";
+import {CORPUS} from "../../fixtures/schemas/corpus.ts";
+import {GOLDEN} from "../../fixtures/grammar/golden.ts";
+import {grammarAcceptsText} from "../../../src/engine/llama/internals.ts";
 
 let llama: Llama;
 

@@ -9,11 +9,11 @@ import {getLlama, type Llama, type LlamaGrammar} from "node-llama-cpp";
 import {
   afterCallGrammar, argumentGrammar, compileSchema, MAX_STRICT_PARAMETERS, openGrammar, phaseBoundary, SchemaError,
   strictEligibility, xmlRawParameters, type Boundary, type CallSyntax, type PhaseGrammar,
-} from "../../src/grammar/index.ts";
-import {grammarAcceptsText} from "../../src/engine/llama/internals.ts";
-import {GENERIC_CALLS} from "../../src/templates/families/generic.ts";
-import {HERMES_CALLS} from "../../src/templates/families/hermes.ts";
-import {QWEN_XML_CALLS} from "../../src/templates/families/qwen3-coder.ts";
+} from "../../../src/grammar/index.ts";
+import {grammarAcceptsText} from "../../../src/engine/llama/internals.ts";
+import {GENERIC_CALLS} from "../../../src/templates/families/generic.ts";
+import {HERMES_CALLS} from "../../../src/templates/families/hermes.ts";
+import {QWEN_XML_CALLS} from "../../../src/templates/families/qwen3-coder.ts";
 
 // The three syntaxes these tests were written for, now the families' data.
 const QWEN = QWEN_XML_CALLS;
