@@ -6,12 +6,12 @@ import {mkdtemp, readFile, rm, stat, truncate, writeFile} from "node:fs/promises
 import {tmpdir} from "node:os";
 import {join} from "node:path";
 import {after, describe, test} from "node:test";
-import {readGgufMetadata} from "../../src/models/gguf-writer.ts";
-import {ggmlDims, mapBertTensorName, parseBertConfig, PoolingType, requiredBertTensors} from "../../src/models/hf-convert/bert.ts";
-import {ensureConverted, inspectCheckpoint} from "../../src/models/hf-convert/convert.ts";
-import {encodeSafetensors, halfToFloat, SafetensorsFile} from "../../src/models/hf-convert/safetensors.ts";
-import {buildBertVocab, phantomSpelling, TokenType} from "../../src/models/hf-convert/vocab.ts";
-import {createMemoryLogger} from "../../src/observability/log.ts";
+import {readGgufMetadata} from "../../../../src/models/gguf-writer.ts";
+import {ggmlDims, mapBertTensorName, parseBertConfig, PoolingType, requiredBertTensors} from "../../../../src/models/hf-convert/bert.ts";
+import {ensureConverted, inspectCheckpoint} from "../../../../src/models/hf-convert/convert.ts";
+import {encodeSafetensors, halfToFloat, SafetensorsFile} from "../../../../src/models/hf-convert/safetensors.ts";
+import {buildBertVocab, phantomSpelling, TokenType} from "../../../../src/models/hf-convert/vocab.ts";
+import {createMemoryLogger} from "../../../../src/observability/log.ts";
 
 const BERT_CONFIG = {architectures: ["BertModel"], model_type: "bert", hidden_size: 8, num_hidden_layers: 1, num_attention_heads: 2,
   intermediate_size: 16, max_position_embeddings: 16, type_vocab_size: 2, vocab_size: 12, layer_norm_eps: 1e-12, hidden_act: "gelu"};

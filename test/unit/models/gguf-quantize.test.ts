@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
-import {dequantize, GGML_TYPE, quantize, tensorBytes} from "../../src/models/gguf-quantize.ts";
-import {floatToHalf as toHalfBits, fromHalfBits} from "../../src/models/half-float.ts";
-import {tokenClass} from "../../support/test-model.ts";
+import {dequantize, GGML_TYPE, quantize, tensorBytes} from "../../../src/models/gguf-quantize.ts";
+import {floatToHalf as toHalfBits, fromHalfBits} from "../../../src/models/half-float.ts";
+import {tokenClass} from "../../../support/test-model.ts";
 
 describe("half precision", () => {
   test("exact values round-trip, and known bit patterns match IEEE binary16", () => {

@@ -12,12 +12,12 @@ import {mkdtemp, readdir, readFile, rm, stat, writeFile} from "node:fs/promises"
 import {tmpdir} from "node:os";
 import {join} from "node:path";
 import {after, before, describe, test} from "node:test";
-import {ensureWhisperGgml, WHISPER_CONVERTER_VERSION} from "../../src/models/whisper-convert/convert.ts";
-import {Ct2Dtype, Ct2FormatError, readCt2, scalar} from "../../src/models/whisper-convert/ct2.ts";
+import {ensureWhisperGgml, WHISPER_CONVERTER_VERSION} from "../../../../src/models/whisper-convert/convert.ts";
+import {Ct2Dtype, Ct2FormatError, readCt2, scalar} from "../../../../src/models/whisper-convert/ct2.ts";
 import {floatToHalf, ggmlWhisperParts, WhisperConvertError, whisperHparams, whisperTensors, whisperVocab}
-  from "../../src/models/whisper-convert/ggml-whisper.ts";
-import {hzToMel, melFilters, melToHz, N_FFT} from "../../src/models/whisper-convert/mel-filters.ts";
-import {createMemoryLogger} from "../../src/observability/log.ts";
+  from "../../../../src/models/whisper-convert/ggml-whisper.ts";
+import {hzToMel, melFilters, melToHz, N_FFT} from "../../../../src/models/whisper-convert/mel-filters.ts";
+import {createMemoryLogger} from "../../../../src/observability/log.ts";
 
 // ---------------------------------------------------------------------------------------------------------
 // The independent model.bin writer.

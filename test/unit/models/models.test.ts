@@ -7,10 +7,10 @@ import type {AddressInfo} from "node:net";
 import {mkdir, readFile, stat, utimes, writeFile} from "node:fs/promises";
 import {join, relative} from "node:path";
 import {after, before, describe, test} from "node:test";
-import {createMemoryLogger} from "../../src/observability/log.ts";
-import {startProgress} from "../../src/models/progress.ts";
-import {ModelSourceError, resolveModel, type ResolveOptions} from "../../src/models/resolve.ts";
-import {deadPid, ggufBytes, makeTmp, partFiles, sha256} from "../fixtures/models/helpers.ts";
+import {createMemoryLogger} from "../../../src/observability/log.ts";
+import {startProgress} from "../../../src/models/progress.ts";
+import {ModelSourceError, resolveModel, type ResolveOptions} from "../../../src/models/resolve.ts";
+import {deadPid, ggufBytes, makeTmp, partFiles, sha256} from "../../fixtures/models/helpers.ts";
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 

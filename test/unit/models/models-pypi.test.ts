@@ -5,9 +5,9 @@ import assert from "node:assert/strict";
 import {mkdir, readdir, readFile, stat} from "node:fs/promises";
 import {join} from "node:path";
 import {after, before, describe, test} from "node:test";
-import {createMemoryLogger} from "../../src/observability/log.ts";
-import {DEFAULT_MAIN_MODEL_SPEC, KNOWN_SHA256, ModelSourceError, resolveModel, type ResolveOptions} from "../../src/models/resolve.ts";
-import {buildWheel, ggufBytes, makeTmp, partFiles, sha256} from "../fixtures/models/helpers.ts";
+import {createMemoryLogger} from "../../../src/observability/log.ts";
+import {DEFAULT_MAIN_MODEL_SPEC, KNOWN_SHA256, ModelSourceError, resolveModel, type ResolveOptions} from "../../../src/models/resolve.ts";
+import {buildWheel, ggufBytes, makeTmp, partFiles, sha256} from "../../fixtures/models/helpers.ts";
 
 const MODEL = ggufBytes(200_000, 21);
 const SPEC = "pypi:tinypkg==0.0.1#tinypkg/tiny.gguf";
