@@ -5,12 +5,12 @@ import assert from "node:assert/strict";
 import {describe, test} from "node:test";
 import Fastify from "fastify";
 import {register as globalRegistry} from "prom-client";
-import type {Timings} from "../../src/core/generation.ts";
-import {MISS_REASONS, type CacheReport} from "../../src/engine/kv/cache-report.ts";
-import {registerMetricsRoute} from "../../src/api/ops/metrics-routes.ts";
-import {newCounters} from "../../src/observability/counters.ts";
-import {createMetrics, METRIC_NAMES, type MetricsSources} from "../../src/observability/metrics.ts";
-import {ServerStats} from "../../src/observability/server-stats.ts";
+import type {Timings} from "../../../src/core/generation.ts";
+import {MISS_REASONS, type CacheReport} from "../../../src/engine/kv/cache-report.ts";
+import {registerMetricsRoute} from "../../../src/api/ops/metrics-routes.ts";
+import {newCounters} from "../../../src/observability/counters.ts";
+import {createMetrics, METRIC_NAMES, type MetricsSources} from "../../../src/observability/metrics.ts";
+import {ServerStats} from "../../../src/observability/server-stats.ts";
 
 /** The spec's metric table, in its order. */
 const SPEC_NAMES = [

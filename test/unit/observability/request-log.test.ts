@@ -2,9 +2,9 @@
 
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
-import type {Timings} from "../../src/core/generation.ts";
-import {createMemoryLogger} from "../../src/observability/log.ts";
-import {logRequest, PREFILL_RATE_FLOOR, requestLogFields, type RequestRecord} from "../../src/observability/request-log.ts";
+import type {Timings} from "../../../src/core/generation.ts";
+import {createMemoryLogger} from "../../../src/observability/log.ts";
+import {logRequest, PREFILL_RATE_FLOOR, requestLogFields, type RequestRecord} from "../../../src/observability/request-log.ts";
 
 function timings(over: Partial<Timings> = {}): Timings {
   return {
