@@ -2,8 +2,8 @@
 
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
-import {StopMatcher} from "../../src/pipeline/stop-strings.ts";
-import {IncrementalDetokenizer} from "../../src/pipeline/detokenizer.ts";
+import {StopMatcher} from "../../../src/pipeline/stop-strings.ts";
+import {IncrementalDetokenizer} from "../../../src/pipeline/detokenizer.ts";
 
 /** Pushes text one character at a time; returns each step's emit and the first match. */
 function byChar(m: StopMatcher, text: string): {emits: string[]; matched: string | null} {

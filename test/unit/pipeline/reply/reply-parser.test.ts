@@ -3,9 +3,9 @@
 
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
-import {seededRandom} from "../../src/engine/logit-sampler.ts";
+import {seededRandom} from "../../../../src/engine/logit-sampler.ts";
 import {ReplyParser, type ReasoningMarkers, type ReplyParserOptions, type ReplyPart, type ToolSpec}
-  from "../../src/pipeline/reply/index.ts";
+  from "../../../../src/pipeline/reply/index.ts";
 import {syntaxOf, type SyntaxName} from "./helpers/syntaxes.ts";
 
 interface Folded {

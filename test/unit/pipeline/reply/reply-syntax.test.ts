@@ -2,8 +2,8 @@
 
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
-import {ReplyParser, genericToolsPrompt} from "../../src/pipeline/reply/index.ts";
-import {GENERIC_CALLS} from "../../src/templates/families/generic.ts";
+import {ReplyParser, genericToolsPrompt} from "../../../../src/pipeline/reply/index.ts";
+import {GENERIC_CALLS} from "../../../../src/templates/families/generic.ts";
 
 describe("genericToolsPrompt", () => {
   const tools = [

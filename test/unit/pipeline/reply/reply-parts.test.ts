@@ -3,7 +3,7 @@
 
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
-import {ReplyParser, type ReplyParserOptions, type ReplyPart, type ToolSpec} from "../../src/pipeline/reply/index.ts";
+import {ReplyParser, type ReplyParserOptions, type ReplyPart, type ToolSpec} from "../../../../src/pipeline/reply/index.ts";
 import {SYNTAXES} from "./helpers/syntaxes.ts";
 
 const TOOLS: ToolSpec[] = [

@@ -4,8 +4,8 @@
 
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
-import {seededRandom} from "../../src/engine/logit-sampler.ts";
-import {ReplyParser, type ReplyParserOptions, type ReplyPart} from "../../src/pipeline/reply/index.ts";
+import {seededRandom} from "../../../../src/engine/logit-sampler.ts";
+import {ReplyParser, type ReplyParserOptions, type ReplyPart} from "../../../../src/pipeline/reply/index.ts";
 import {syntaxOf, type SyntaxName} from "./helpers/syntaxes.ts";
 
 /** The sampler's seeded PRNG (mulberry32), so random chunkings are reproducible. */

@@ -3,10 +3,10 @@
 
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
-import type {SteerAction} from "../../src/engine/engine.ts";
-import {MAX_PREAMBLE_TOKENS, ReplySteering, type SteeringPlan} from "../../src/pipeline/steering.ts";
-import {createToolCallGrammars} from "../../src/pipeline/tool-call-grammars.ts";
-import {HERMES_CALLS} from "../../src/templates/families/hermes.ts";
+import type {SteerAction} from "../../../src/engine/engine.ts";
+import {MAX_PREAMBLE_TOKENS, ReplySteering, type SteeringPlan} from "../../../src/pipeline/steering.ts";
+import {createToolCallGrammars} from "../../../src/pipeline/tool-call-grammars.ts";
+import {HERMES_CALLS} from "../../../src/templates/families/hermes.ts";
 
 const SCHEMA = {gbnf: 'root ::= "{}"', key: "schema"};
 const BRACE = 90;
