@@ -7,7 +7,7 @@ import {readFileSync} from "node:fs";
 import {test} from "node:test";
 
 test("package-lock.json has an entry for every optional platform package of node-llama-cpp", () => {
-  const lock = JSON.parse(readFileSync(new URL("../../package-lock.json", import.meta.url), "utf8"));
+  const lock = JSON.parse(readFileSync(new URL("../../../package-lock.json", import.meta.url), "utf8"));
   const nlc = lock.packages["node_modules/node-llama-cpp"];
   assert.equal(nlc.version, "3.22.1");
   const missing = Object.keys(nlc.optionalDependencies).filter((name) => !lock.packages[`node_modules/${name}`]);
