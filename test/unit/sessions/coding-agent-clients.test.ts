@@ -8,17 +8,17 @@ import {mkdtemp, rm} from "node:fs/promises";
 import {tmpdir} from "node:os";
 import {join} from "node:path";
 import {after, describe, test} from "node:test";
-import {CODEX_SIDE_REQUESTS, codexSideRequest, codexThread} from "../../src/api/dialects/responses/agent-thread.ts";
-import {CLAUDE_CODE_SIDE_REQUESTS, claudeCodeSideRequest, claudeCodeThread} from "../../src/api/dialects/messages/agent-thread.ts";
-import {systemText} from "../../src/api/dialects/messages/content.ts";
-import {createMemoryLogger} from "../../src/observability/log.ts";
-import {CodingAgentMap} from "../../src/sessions/coding-agent.ts";
-import {HandleRegistry} from "../../src/sessions/handles.ts";
+import {CODEX_SIDE_REQUESTS, codexSideRequest, codexThread} from "../../../src/api/dialects/responses/agent-thread.ts";
+import {CLAUDE_CODE_SIDE_REQUESTS, claudeCodeSideRequest, claudeCodeThread} from "../../../src/api/dialects/messages/agent-thread.ts";
+import {systemText} from "../../../src/api/dialects/messages/content.ts";
+import {createMemoryLogger} from "../../../src/observability/log.ts";
+import {CodingAgentMap} from "../../../src/sessions/coding-agent.ts";
+import {HandleRegistry} from "../../../src/sessions/handles.ts";
 
 interface Recorded {headers: IncomingHttpHeaders; body: unknown}
 
 function fixture(path: string): Recorded {
-  const raw = JSON.parse(readFileSync(new URL(`../fixtures/coding-agent/${path}.json`, import.meta.url), "utf8")) as {headers: Record<string, string>; body: unknown};
+  const raw = JSON.parse(readFileSync(new URL(`../../fixtures/coding-agent/${path}.json`, import.meta.url), "utf8")) as {headers: Record<string, string>; body: unknown};
   // Node lower-cases incoming header names.
   return {headers: Object.fromEntries(Object.entries(raw.headers).map(([k, v]) => [k.toLowerCase(), v])), body: raw.body};
 }
@@ -184,7 +184,7 @@ function withoutHints(r: Recorded): Recorded {
 describe("every recorded request, classified", () => {
   test("the table names every fixture file", () => {
     const files = ["claude-code", "codex"].flatMap((dir) =>
-      readdirSync(new URL(`../fixtures/coding-agent/${dir}/`, import.meta.url)).filter((f) => f.endsWith(".json")).map((f) => `${dir}/${f.slice(0, -5)}`));
+      readdirSync(new URL(`../../fixtures/coding-agent/${dir}/`, import.meta.url)).filter((f) => f.endsWith(".json")).map((f) => `${dir}/${f.slice(0, -5)}`));
     assert.deepEqual(files.sort(), Object.keys(EXPECTED).sort());
   });
 

@@ -7,10 +7,10 @@ import {mkdtemp, readdir, readFile, rm, truncate, writeFile} from "node:fs/promi
 import {tmpdir} from "node:os";
 import {join} from "node:path";
 import {after, describe, test} from "node:test";
-import {registerHandleRoutes} from "../../src/api/ops/handle-routes.ts";
-import {buildServer} from "../../src/api/server.ts";
-import {createMemoryLogger} from "../../src/observability/log.ts";
-import {HandleRegistry} from "../../src/sessions/handles.ts";
+import {registerHandleRoutes} from "../../../src/api/ops/handle-routes.ts";
+import {buildServer} from "../../../src/api/server.ts";
+import {createMemoryLogger} from "../../../src/observability/log.ts";
+import {HandleRegistry} from "../../../src/sessions/handles.ts";
 
 const identity = {model: "test-model", engine: "test-engine"};
 const roots: string[] = [];

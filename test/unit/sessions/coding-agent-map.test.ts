@@ -7,9 +7,9 @@ import {mkdtemp, rm, writeFile} from "node:fs/promises";
 import {tmpdir} from "node:os";
 import {join} from "node:path";
 import {after, describe, test} from "node:test";
-import {createMemoryLogger} from "../../src/observability/log.ts";
-import {AGENT_NAME_PREFIX, CodingAgentMap, threadOpening} from "../../src/sessions/coding-agent.ts";
-import {HandleRegistry} from "../../src/sessions/handles.ts";
+import {createMemoryLogger} from "../../../src/observability/log.ts";
+import {AGENT_NAME_PREFIX, CodingAgentMap, threadOpening} from "../../../src/sessions/coding-agent.ts";
+import {HandleRegistry} from "../../../src/sessions/handles.ts";
 
 const roots: string[] = [];
 const opened: HandleRegistry[] = [];
