@@ -3,7 +3,7 @@
 
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
-import {LANGUAGE_COUNT, languageName, whisperLanguage} from "../../src/side-models/speech/languages.ts";
+import {LANGUAGE_COUNT, languageName, whisperLanguage} from "../../../../src/side-models/speech/languages.ts";
 
 // Reference: LANGUAGES and TO_LANGUAGE_CODE of whisper/tokenizer.py in the openai-whisper 20250625 sdist, without
 // "yue" (cantonese, added for large-v3; the 99 before it). "_" stands for a space in a name.

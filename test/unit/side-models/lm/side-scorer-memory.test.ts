@@ -4,10 +4,10 @@
 import assert from "node:assert/strict";
 import {test} from "node:test";
 import {InsufficientMemoryError} from "node-llama-cpp";
-import {toApiError} from "../../src/api/error-body.ts";
-import {EngineMemoryError} from "../../src/engine/errors.ts";
-import {LmScorer} from "../../src/side-models/lm/scorer.ts";
-import {SideExecutor} from "../../src/side-models/executor.ts";
+import {toApiError} from "../../../../src/api/error-body.ts";
+import {EngineMemoryError} from "../../../../src/engine/errors.ts";
+import {LmScorer} from "../../../../src/side-models/lm/scorer.ts";
+import {SideExecutor} from "../../../../src/side-models/executor.ts";
 
 function fakeModel(fail: Error) {
   return {trainContextSize: 8192, createContext: async () => {

@@ -4,9 +4,9 @@
 
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
-import {toApiError} from "../../src/api/error-body.ts";
-import {EngineBusyError} from "../../src/engine/errors.ts";
-import {SideExecutor} from "../../src/side-models/executor.ts";
+import {toApiError} from "../../../src/api/error-body.ts";
+import {EngineBusyError} from "../../../src/engine/errors.ts";
+import {SideExecutor} from "../../../src/side-models/executor.ts";
 
 /** A pass the test finishes by hand, recording when it started. */
 function gate(log: string[], name: string) {

@@ -3,9 +3,9 @@
 
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
-import {DEFAULT_SIDE_IDS, ROUTE_OF_KIND, SIDE_MODELS, SideModelsSettingError, parseSideModels, type SideEntry} from "../../src/side-models/registry.ts";
-import {DEFAULT_SPEECH_SPEC} from "../../src/side-models/speech/model-source.ts";
-import {DEFAULT_MAIN_MODEL_SPEC} from "../../src/models/known-files.ts";
+import {DEFAULT_SIDE_IDS, ROUTE_OF_KIND, SIDE_MODELS, SideModelsSettingError, parseSideModels, type SideEntry} from "../../../src/side-models/registry.ts";
+import {DEFAULT_SPEECH_SPEC} from "../../../src/side-models/speech/model-source.ts";
+import {DEFAULT_MAIN_MODEL_SPEC} from "../../../src/models/known-files.ts";
 
 const ids = (entries: SideEntry[]) => entries.map((e) => (e.type === "id" ? e.def.id : `dir:${e.dir}`));
 

@@ -2,10 +2,10 @@
 
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
-import {planPasses} from "../../src/side-models/embedding/batch-plan.ts";
-import {decodeEmbeddings} from "../../src/api/side/embeddings/decode.ts";
-import {toBase64, truncateAndNormalize} from "../../src/api/side/embeddings/route.ts";
-import {ApiError} from "../../src/core/errors.ts";
+import {planPasses} from "../../../../src/side-models/embedding/batch-plan.ts";
+import {decodeEmbeddings} from "../../../../src/api/side/embeddings/decode.ts";
+import {toBase64, truncateAndNormalize} from "../../../../src/api/side/embeddings/route.ts";
+import {ApiError} from "../../../../src/core/errors.ts";
 
 const n = (count: number, len: number) => Array.from({length: count}, () => len);
 

@@ -4,18 +4,18 @@
 
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
-import type {ApiError} from "../../src/core/errors.ts";
-import {toApiError} from "../../src/api/error-body.ts";
-import {EngineBusyError} from "../../src/engine/errors.ts";
-import type {DecodeEnd, DecodeItem, DecodeRun} from "../../src/engine/engine.ts";
-import {SchemaCache} from "../../src/grammar/index.ts";
-import {newCounters} from "../../src/observability/counters.ts";
-import {createMemoryLogger} from "../../src/observability/log.ts";
-import {decodeSmallGeneration} from "../../src/api/side/small-generation/decode.ts";
-import {SideExecutor} from "../../src/side-models/executor.ts";
-import {gatedRun} from "../../src/side-models/small-generation/gated-engine.ts";
-import {checkSmallPrompt, SMALL_GENERATION_LIMITS} from "../../src/side-models/small-generation/limits.ts";
-import {apiErrorOf} from "../fixtures/api-error.ts";
+import type {ApiError} from "../../../../src/core/errors.ts";
+import {toApiError} from "../../../../src/api/error-body.ts";
+import {EngineBusyError} from "../../../../src/engine/errors.ts";
+import type {DecodeEnd, DecodeItem, DecodeRun} from "../../../../src/engine/engine.ts";
+import {SchemaCache} from "../../../../src/grammar/index.ts";
+import {newCounters} from "../../../../src/observability/counters.ts";
+import {createMemoryLogger} from "../../../../src/observability/log.ts";
+import {decodeSmallGeneration} from "../../../../src/api/side/small-generation/decode.ts";
+import {SideExecutor} from "../../../../src/side-models/executor.ts";
+import {gatedRun} from "../../../../src/side-models/small-generation/gated-engine.ts";
+import {checkSmallPrompt, SMALL_GENERATION_LIMITS} from "../../../../src/side-models/small-generation/limits.ts";
+import {apiErrorOf} from "../../../fixtures/api-error.ts";
 
 const ctx = {requestId: "req-1", signal: new AbortController().signal, maxTokensCap: 65_536, schemas: new SchemaCache(), grammarEnabled: true,
   strictTools: true, logger: createMemoryLogger(), counters: newCounters()};

@@ -3,10 +3,10 @@
 
 import {test} from "node:test";
 import assert from "node:assert/strict";
-import {GuardWatch, type GuardEvent, type GuardJudge, type Verdict} from "../../src/side-models/guard/watch.ts";
-import {GUARD_LIMITS, userWindow} from "../../src/side-models/guard/limits.ts";
-import {ChatGuard, lastUserText} from "../../src/api/side/guard/chat-guard.ts";
-import type {Risk} from "../../src/side-models/guard/prompt.ts";
+import {GuardWatch, type GuardEvent, type GuardJudge, type Verdict} from "../../../../src/side-models/guard/watch.ts";
+import {GUARD_LIMITS, userWindow} from "../../../../src/side-models/guard/limits.ts";
+import {ChatGuard, lastUserText} from "../../../../src/api/side/guard/chat-guard.ts";
+import type {Risk} from "../../../../src/side-models/guard/prompt.ts";
 
 /** One token per character (code point), so counts are easy to reason about. */
 function fakeJudge(script: (replyTokens: number) => Partial<Verdict> & {risk: Risk}, opts: {user?: Verdict; hang?: boolean; fail?: boolean} = {}) {
