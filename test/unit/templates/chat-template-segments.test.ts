@@ -3,10 +3,10 @@
 import {test} from "node:test";
 import assert from "node:assert/strict";
 import {readFileSync} from "node:fs";
-import {ChatTemplate, type RenderedPrompt, type RenderOptions} from "../../src/templates/chat-template.ts";
-import {alignChars} from "../../src/templates/align.ts";
+import {ChatTemplate, type RenderedPrompt, type RenderOptions} from "../../../src/templates/chat-template.ts";
+import {alignChars} from "../../../src/templates/align.ts";
 
-const fixture = (name: string) => readFileSync(new URL(`../fixtures/templates/${name}`, import.meta.url), "utf8");
+const fixture = (name: string) => readFileSync(new URL(`../../fixtures/templates/${name}`, import.meta.url), "utf8");
 const tokens = {bosToken: "<|im_start|>", eosToken: "<|im_end|>"};
 const smol = ChatTemplate.create(fixture("smollm2.jinja"), {...tokens, origin: "smollm2"});
 const qwen = ChatTemplate.create(fixture("qwen3-style.jinja"), {...tokens, origin: "qwen3-style"});

@@ -7,10 +7,10 @@
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
 import {getLlama, LlamaLogLevel, type Llama} from "node-llama-cpp";
-import {nativeJinja} from "../../src/engine/llama/internals.ts";
-import {createReplyParser, type ReplyPart} from "../../src/pipeline/reply/index.ts";
-import {ChatTemplate, type TemplateMessage} from "../../src/templates/chat-template.ts";
-import {bundledTemplate, bundledTemplateNames} from "../fixtures/templates/bundled.ts";
+import {nativeJinja} from "../../../../src/engine/llama/internals.ts";
+import {createReplyParser, type ReplyPart} from "../../../../src/pipeline/reply/index.ts";
+import {ChatTemplate, type TemplateMessage} from "../../../../src/templates/chat-template.ts";
+import {bundledTemplate, bundledTemplateNames} from "../../../fixtures/templates/bundled.ts";
 
 /** Template file -> [family id, Jinja engine]. "generic": a template with no tool syntax svc reads (its tools are
  * taught in a system message). */

@@ -4,10 +4,10 @@ import {describe, test} from "node:test";
 import assert from "node:assert/strict";
 import {createHash} from "node:crypto";
 import {readFileSync} from "node:fs";
-import {ChatTemplate, TemplateRenderError, type RenderOptions, type TemplateMessage} from "../../src/templates/chat-template.ts";
-import {strftime} from "../../src/templates/template-env.ts";
+import {ChatTemplate, TemplateRenderError, type RenderOptions, type TemplateMessage} from "../../../src/templates/chat-template.ts";
+import {strftime} from "../../../src/templates/template-env.ts";
 
-const fixture = (name: string) => readFileSync(new URL(`../fixtures/templates/${name}`, import.meta.url), "utf8");
+const fixture = (name: string) => readFileSync(new URL(`../../fixtures/templates/${name}`, import.meta.url), "utf8");
 const SMOL_SOURCE = fixture("smollm2.jinja");
 const QWEN_SOURCE = fixture("qwen3-style.jinja");
 const tokens = {bosToken: "<|im_start|>", eosToken: "<|im_end|>"};
