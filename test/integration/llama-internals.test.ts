@@ -43,7 +43,7 @@ describe("node-llama-cpp internals", () => {
       "LlamaContextSequence._tokenPredictor", "LlamaContextSequence._resetTokenPredictor", "LlamaContextSequence._tokenPredictorOwner",
       "LlamaContextSequence._abortTokenPredictor", "LlamaContext._idealThreads", "LlamaContext._threadSplitterConsumer._wantedThreads",
       "Llama._bindings.AddonJinjaRenderer", "LlamaModel._model.isEogToken",
-      // checked in test/unit/engine-build-store.test.ts against the library's own code
+      // checked in test/unit/engine/llama/engine-build-store.test.ts against the library's own code
       "llama/localBuilds/<name>/{Release/llama-addon.node,Release/_nlcBuildMetadata.json,buildDone.status}"].sort());
   });
 

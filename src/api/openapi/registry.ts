@@ -1,7 +1,7 @@
 // What /openapi.json says about each route: its request schema (the zod schema the route validates with, or for the
 // side routes the restatement in side-schemas.ts), its success reply and how it streams. Keyed by "METHOD /path" as
 // fastify registers it; document.ts refuses to describe a registered route that has no entry here, so a new route
-// cannot ship undocumented (test/unit/openapi.test.ts fails first).
+// cannot ship undocumented (test/integration/openapi.test.ts fails first).
 
 import {z} from "zod";
 import {chatRequestSchema} from "../dialects/chat/schema.ts";

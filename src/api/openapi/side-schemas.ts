@@ -1,7 +1,7 @@
 // Request schemas of the side-model routes, for /openapi.json only. Those routes decode by hand (side/*/decode.ts,
 // side/*/route.ts: each refusal names its field and rule), so these zod shapes restate what the decoders accept;
-// test/unit/openapi.test.ts holds each pair to the same verdicts on real and bad bodies. Limits that depend on the
-// loaded model (vector size, vocabulary, context) are left to the route.
+// test/unit/api/openapi/openapi-side-schemas.test.ts holds each pair to the same verdicts on real and bad bodies.
+// Limits that depend on the loaded model (vector size, vocabulary, context) are left to the route.
 
 import {z} from "zod";
 import {MAX_EMBEDDING_INPUTS, MIN_DIMENSIONS} from "../side/embeddings/decode.ts";

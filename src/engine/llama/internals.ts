@@ -1,5 +1,5 @@
 // Every internal (undocumented) member of node-llama-cpp that svc relies on, in one file. The package is
-// pinned exactly (package.json); test/unit/llama-internals.test.ts loads the real library and checks each
+// pinned exactly (package.json); test/integration/llama-internals.test.ts loads the real library and checks each
 // member below still exists and behaves as assumed, so an upgrade fails loudly instead of silently.
 
 import {createRequire} from "node:module";

@@ -1,0 +1,117 @@
+// The playground's browser modules (src/api/playground/static), run in Node: the bodies the page builds are
+// accepted by each route's own decoder, and the page's stream reducers read what each route's own encoder
+// writes (reasoning, text, a tool call, timings), so the page cannot drift from the wire. Plus the JSON
+// highlighter and the reply checker under a schema.
+
+import assert from "node:assert/strict";
+import {describe, test} from "node:test";
+import {decodeChat} from "../../../../src/api/dialects/chat/decode.ts";
+import {chatStreamEncoder} from "../../../../src/api/dialects/chat/encode.ts";
+import {decodeMessages, LogOnce} from "../../../../src/api/dialects/messages/decode.ts";
+import {messageStreamEncoder} from "../../../../src/api/dialects/messages/encode.ts";
+import {decodeResponses} from "../../../../src/api/dialects/responses/decode.ts";
+import {responsesStreamEncoder} from "../../../../src/api/dialects/responses/encode.ts";
+import {responseShell} from "../../../../src/api/dialects/responses/response-object.ts";
+import type {StreamEncoder} from "../../../../src/api/serve-generation.ts";
+import type {GenerationEvent, Timings} from "../../../../src/core/generation.ts";
+import {SchemaCache} from "../../../../src/grammar/index.ts";
+import {newCounters} from "../../../../src/observability/counters.ts";
+import {createMemoryLogger} from "../../../../src/observability/log.ts";
+import {applyEvent, buildRequest, cacheShare, emptyReply, type Route} from "../../../../src/api/playground/static/api.js";
+import {checkReply, highlight, validate} from "../../../../src/api/playground/static/json.js";
+
+const timings: Timings = {prompt_n: 6, prompt_ms: 1, prompt_per_second: 6000, predicted_n: 9, predicted_ms: 2, predicted_per_second: 4500, cache_n: 2, draft_n: 0, draft_n_accepted: 0};
+const EVENTS: GenerationEvent[] = [
+  {type: "reasoning", text: "think"}, {type: "reasoning", text: "ing <b>"},
+  {type: "text", text: "Hel"}, {type: "text", text: "lo <script>"},
+  {type: "tool_call_start", index: 0, id: "call_a", name: "get_weather"},
+  {type: "tool_call_args", index: 0, text: '{"city":'}, {type: "tool_call_args", index: 0, text: '"Paris"}'},
+  {type: "done", finishReason: "tool_calls", stoppedBy: null, usage: {promptTokens: 8, completionTokens: 9, cachedTokens: 2, reasoningTokens: 3}, timings, logprobs: null},
+];
+
+const SCHEMA = {type: "object", properties: {city: {type: "string", maxLength: 40}}, required: ["city"], additionalProperties: false};
+const TOOLS = [{type: "function", function: {name: "get_weather", description: "Weather", parameters: {type: "object", properties: {city: {type: "string"}}, required: ["city"]}}}];
+const SETTINGS = {system: "Be brief.", max_tokens: "32", temperature: "0.5", top_p: "0.9", top_k: "20", min_p: "0.05", seed: "7", effort: "low"};
+
+function ctx() {
+  const logger = createMemoryLogger();
+  return {requestId: "req_1", signal: new AbortController().signal, maxTokensCap: 100, schemas: new SchemaCache(), grammarEnabled: true,
+    strictTools: true, logger, counters: newCounters(), headers: {}, notes: new LogOnce(logger)};
+}
+
+function decode(route: Route, body: unknown) {
+  if (route === "chat") return decodeChat(body, ctx());
+  if (route === "responses") return decodeResponses(body, ctx());
+  return decodeMessages(body, ctx(), "create");
+}
+
+function encoder(route: Route): StreamEncoder {
+  if (route === "chat") return chatStreamEncoder({id: "chatcmpl-1", created: 1_700_000_000, model: "m"}, true);
+  if (route === "responses") {
+    const shell = responseShell({id: "resp_1", createdAt: 1_700_000_000, model: "m"}, decodeResponses({input: "x"}, ctx()));
+    return responsesStreamEncoder(shell, {summary: false, namespaces: new Map()});
+  }
+  return messageStreamEncoder({id: "msg_1", model: "m", stopSequences: [], thinkingDisplay: "summarized"}, {promptTokens: 8, cachedTokens: 2});
+}
+
+const ROUTES: Route[] = ["chat", "responses", "messages"];
+
+describe("the page's requests", () => {
+  for (const route of ROUTES) {
+    test(`${route}: a body with every setting, a schema and tools is accepted by the route's decoder`, () => {
+      const history = [{role: "user" as const, content: "Hi"}, {role: "assistant" as const, content: "Hello."}, {role: "user" as const, content: "Weather?"}];
+      assert.doesNotThrow(() => decode(route, buildRequest(route, history, SETTINGS, SCHEMA, TOOLS)));
+      assert.doesNotThrow(() => decode(route, buildRequest(route, history, {}, null, null)));
+    });
+  }
+});
+
+describe("the page's stream reducers", () => {
+  for (const route of ROUTES) {
+    test(`${route}: reasoning, text, a tool call and timings from the route's own encoder`, () => {
+      const enc = encoder(route);
+      const reply = emptyReply();
+      const frames = EVENTS.flatMap((ev) => enc.frames(ev));
+      for (const f of frames) applyEvent(route, reply, {event: f.event ?? "message", data: JSON.parse(JSON.stringify(f.data))});
+      if (enc.terminator) applyEvent(route, reply, {event: "message", data: enc.terminator});
+      assert.equal(reply.reasoning, "thinking <b>");
+      assert.equal(reply.text, "Hello <script>");
+      assert.deepEqual(Object.values(reply.tools).map((t) => [t.name, t.args]), [["get_weather", '{"city":"Paris"}']]);
+      assert.deepEqual(reply.timings, timings);
+      assert.ok(reply.finish, "a finish reason");
+      assert.equal(reply.error, null);
+    });
+  }
+
+  test("an error frame becomes the reply's error", () => {
+    const reply = emptyReply();
+    applyEvent("chat", reply, {event: "message", data: {error: {message: "the engine stopped"}}});
+    assert.equal(reply.error, "the engine stopped");
+  });
+
+  test("the cache share is cached of cached plus evaluated", () => {
+    assert.equal(cacheShare(timings), 0.25);
+    assert.equal(cacheShare({cache_n: 0, prompt_n: 0}), 0);
+  });
+});
+
+describe("JSON in the page", () => {
+  test("highlight covers the text exactly and tells keys from strings", () => {
+    const text = '{\n  "a": "x",\n  "n": -1.5e3,\n  "b": [true, null]\n}';
+    const runs = highlight(text);
+    assert.equal(runs.map((r) => r.text).join(""), text);
+    assert.deepEqual(runs.filter((r) => r.cls === "j-key").map((r) => r.text), ['"a"', '"n"', '"b"']);
+    assert.deepEqual(runs.filter((r) => r.cls && r.cls !== "j-punct" && r.cls !== "j-key").map((r) => r.cls), ["j-str", "j-num", "j-bool", "j-null"]);
+  });
+
+  test("the checker names where a reply breaks the schema", () => {
+    assert.deepEqual(validate(SCHEMA, {city: "Paris"}), []);
+    assert.deepEqual(validate(SCHEMA, {city: 3, extra: 1}), ["$.city: expected string, got integer", "$.extra: not a declared property"]);
+    assert.deepEqual(validate({type: "array", items: {$ref: "#/$defs/n"}, maxItems: 1, $defs: {n: {type: "integer", minimum: 0}}}, [1, -1]),
+      ["$: more than 1 items", "$[1]: below 0"]);
+    assert.deepEqual(validate({anyOf: [{type: "string"}, {type: "null"}]}, 1), ["$: matches none of anyOf"]);
+    const r = checkReply(SCHEMA, '{"city":"Rome"}');
+    assert.deepEqual(r, {ok: true, errors: [], pretty: '{\n  "city": "Rome"\n}'});
+    assert.equal(checkReply(SCHEMA, "{oops").ok, false);
+  });
+});
