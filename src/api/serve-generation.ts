@@ -4,7 +4,7 @@
 
 import type {FastifyReply, FastifyRequest} from "fastify";
 import {ApiError} from "../core/errors.ts";
-import type {GenerationEvent, GenerationRequest, Timings} from "../core/generation.ts";
+import type {GenerationEvent, GenerationRequest, RequestTransport, SessionNames, Timings} from "../core/generation.ts";
 import type {GenerationRun} from "../pipeline/generate.ts";
 import {logRequest} from "../observability/request-log.ts";
 import type {ModelHandle, ServerDeps} from "./deps.ts";
@@ -49,6 +49,8 @@ export interface ReplyWatcher {
 
 export interface ServeOptions<Body> {
   route: string;
+  /** The request's id and its hang-up signal, from the route. */
+  transport: {requestId: string; signal: AbortSignal};
   stream: boolean;
   genRequest: GenerationRequest;
   /** The route honours X-Svc-Keep / X-Svc-From (with SVC_FORK=1). */
@@ -72,19 +74,11 @@ export async function serveGeneration<Body>(deps: ServerDeps, model: ModelHandle
   let status = 200;
   let error: string | undefined;
   let stopRunning: (() => void) | null = null;
+  const {requestId} = opts.transport;
   try {
-    if (opts.sessions && deps.config.fork) {
-      const names = readSessionHeaders(req.headers);
-      if (names.keep || names.from) genRequest.session = names;
-      else if (deps.agentMap && opts.agentThread) {
-        // Headers the client set win; otherwise the server names the thread itself.
-        const keys = presentedKeys(req.headers);
-        genRequest.session = deps.agentMap.names(opts.agentThread(), threadOpening(genRequest.prompt), keys[0] ?? null);
-      }
-    }
+    const transport: RequestTransport = {...opts.transport, streamed: opts.stream, session: opts.sessions ? sessionNames(deps, req, opts) : null};
     try {
-      genRequest.streamed = opts.stream;
-      run = await model.pipeline.start(genRequest);
+      run = await model.pipeline.start(genRequest, transport);
       deps.stats.recordWait((performance.now() - t0) / 1000, true);
     } catch (err) {
       const kind = toApiError(err).kind;
@@ -125,7 +119,7 @@ export async function serveGeneration<Body>(deps: ServerDeps, model: ModelHandle
       status = apiErr.status;
       error = apiErr.message;
       if (apiErr.kind !== "client_closed") {
-        if (apiErr.status >= 500) deps.logger.error("stream failed", {id: genRequest.requestId, error: (err as Error)?.stack ?? String(err)});
+        if (apiErr.status >= 500) deps.logger.error("stream failed", {id: requestId, error: (err as Error)?.stack ?? String(err)});
         for (const f of enc.errorFrames?.(apiErr) ?? [{data: enc.errorFrame(apiErr)}]) sse.send(f.data, f.event);
       }
     } finally {
@@ -136,7 +130,7 @@ export async function serveGeneration<Body>(deps: ServerDeps, model: ModelHandle
     status = apiErr.status;
     error = apiErr.message;
     if (apiErr.status >= 500 && apiErr.kind !== "engine_busy") {
-      deps.logger.error("request failed", {id: genRequest.requestId, error: (err as Error)?.stack ?? String(err)});
+      deps.logger.error("request failed", {id: requestId, error: (err as Error)?.stack ?? String(err)});
     }
     sendError(reply, apiErr);
   } finally {
@@ -148,7 +142,7 @@ export async function serveGeneration<Body>(deps: ServerDeps, model: ModelHandle
       structured: genRequest.grammar !== null || (genRequest.tools?.tools.some((t) => t.strict && t.enforced) ?? false)});
     const st = model.engine.status();
     logRequest(deps.logger, {
-      requestId: genRequest.requestId,
+      requestId,
       route: opts.route,
       status,
       stream: opts.stream,
@@ -169,6 +163,20 @@ export async function serveGeneration<Body>(deps: ServerDeps, model: ModelHandle
   }
 }
 
+
+/**
+ * The request's session names (SVC_FORK=1): the X-Svc-Keep / X-Svc-From headers the client set, else, with the
+ * coding-agent mapping, the names the server gives the agent's thread; null when none apply.
+ */
+function sessionNames<Body>(deps: ServerDeps, req: FastifyRequest, opts: ServeOptions<Body>): SessionNames | null {
+  if (!deps.config.fork) return null;
+  const names = readSessionHeaders(req.headers);
+  if (names.keep || names.from) return names;
+  if (!deps.agentMap || !opts.agentThread) return null;
+  // Headers the client set win; otherwise the server names the thread itself.
+  const keys = presentedKeys(req.headers);
+  return deps.agentMap.names(opts.agentThread(), threadOpening(opts.genRequest.prompt), keys[0] ?? null);
+}
 
 /** The log line's cache field: what was reused and from where, or why less than possible. */
 function cacheNote(start: GenerationRun["startInfo"]): string {

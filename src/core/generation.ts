@@ -60,8 +60,12 @@ export interface ToolsRequest {
   maxCalls?: number;
 }
 
+/**
+ * What a request asked for, as its dialect decoded it from the body: nothing else writes it. What the transport
+ * knows about the request (its id, the client's hang-up, streaming, session names) travels beside it as a
+ * RequestTransport.
+ */
 export interface GenerationRequest {
-  requestId: string;
   prompt: PromptSpec;
   /**
    * The body field the prompt came from, as the dialect names it (chat and Messages `messages`, Responses
@@ -88,11 +92,18 @@ export interface GenerationRequest {
   reasoningBudget?: number | null;
   /** Tools offered on this request; null = none. */
   tools?: ToolsRequest | null;
-  /** Named sessions (SVC_FORK=1): start from a kept state, keep the end state under a name. */
-  session?: SessionNames | null;
-  /** The reply goes out as a stream (set by the route): then tool calls stream as written, unverified. */
-  streamed?: boolean;
+}
+
+/** What the route and serveGeneration know about a request, beside what its body asked. */
+export interface RequestTransport {
+  /** The id replies and log lines carry. */
+  requestId: string;
+  /** Fires when the client goes away before the reply is finished. */
   signal: AbortSignal;
+  /** The reply goes out as a stream: then tool calls stream as written, unverified. */
+  streamed: boolean;
+  /** Named sessions (SVC_FORK=1): start from a kept state, keep the end state under a name. */
+  session: SessionNames | null;
 }
 
 export interface SessionNames {

@@ -5,8 +5,8 @@
 import {ApiError} from "../core/errors.ts";
 import {commonPrefix, EngineCancelledError, type CutPlan, type DecodeEnd, type DecodeStats, type Engine, type KeepHook, type RegionLease,
   type ResumeState} from "../engine/index.ts";
-import type {FinishReason, GenerationEvent, GenerationRequest, SessionOutcome, Timings, TokenAlternative, TokenLogprob,
-  UsageCounts} from "../core/generation.ts";
+import type {FinishReason, GenerationEvent, GenerationRequest, RequestTransport, SessionOutcome, Timings, TokenAlternative,
+  TokenLogprob, UsageCounts} from "../core/generation.ts";
 import type {ChatTemplate} from "../templates/chat-template.ts";
 import type {SessionPort, SessionTicket} from "../sessions/session-port.ts";
 import type {Logger} from "../observability/log.ts";
@@ -51,6 +51,7 @@ export class GenerationRun implements AsyncIterable<GenerationEvent> {
     private readonly engine: Engine,
     private readonly lease: RegionLease,
     private readonly req: GenerationRequest,
+    private readonly transport: RequestTransport,
     readonly promptTokens: number[],
     private readonly maxTokens: number,
     private readonly plan: ReplyPlan,
@@ -102,12 +103,12 @@ export class GenerationRun implements AsyncIterable<GenerationEvent> {
       ? new ReplySteering(this.plan.steering, {push: textView(detokenize), tokenize: (text) => engine.tokenize(text, {special: true})})
       : null;
     const run = lease.decode({prompt: this.promptTokens, plan: this.cutPlan, sampling: req.sampling, maxTokens: this.maxTokens,
-      stopTokenIds: stopIds, signal: req.signal,
+      stopTokenIds: stopIds, signal: this.transport.signal,
       logprobs: req.logprobs ?? undefined, grammar: (this.plan.grammar ?? steering?.initial) ?? undefined, steering: steering ?? undefined});
     const logprobs: TokenLogprob[] | null = req.logprobs ? [] : null;
     const detok = new IncrementalDetokenizer(detokenize);
     const stops = new StopMatcher(req.stop);
-    const reply = new ReplyShaper(this.plan, steering, req.streamed !== true);
+    const reply = new ReplyShaper(this.plan, steering, !this.transport.streamed);
     let end: DecodeEnd | null = null;
     let stoppedBy: string | number | null = null;
     const generated: number[] = [];
@@ -139,7 +140,7 @@ export class GenerationRun implements AsyncIterable<GenerationEvent> {
         }
         if (reply.finished) break;
       }
-      if (end?.reason === "cancelled" || (stoppedBy === null && req.signal.aborted)) {
+      if (end?.reason === "cancelled" || (stoppedBy === null && this.transport.signal.aborted)) {
         this.summary.finishReason = "cancelled";
         throw new EngineCancelledError("the client closed the connection; generation was cancelled");
       }
@@ -196,7 +197,7 @@ export class GenerationPipeline {
   }
 
   /** Renders and checks the prompt, then waits for a region. Throws ApiError (400) or the engine's errors (busy, cancelled). */
-  async start(req: GenerationRequest): Promise<GenerationRun> {
+  async start(req: GenerationRequest, transport: RequestTransport): Promise<GenerationRun> {
     const prompt = this.prompt(req);
     const maxTokens = this.fitBudget(prompt.tokens.length, req.maxTokens, req.promptField);
     const plan = planReply(req, {template: this.template, promptText: prompt.text, budget: maxTokens, schemaEscape: this.opts.schemaEscape,
@@ -210,17 +211,17 @@ export class GenerationPipeline {
       });
     }
     const cutPlan = this.engine.planCuts(prompt.tokens.length, prompt);
-    const names = req.session;
+    const names = transport.session;
     const ticket = names && this.sessions && (names.keep || names.from) ? await this.sessions.begin(names, prompt.tokens, cutPlan, historyEndOf(prompt)) : null;
     let lease: RegionLease;
     try {
-      lease = await this.engine.acquire({signal: req.signal, timeoutMs: this.opts.queueTimeoutMs, prompt: prompt.tokens, plan: cutPlan,
+      lease = await this.engine.acquire({signal: transport.signal, timeoutMs: this.opts.queueTimeoutMs, prompt: prompt.tokens, plan: cutPlan,
         resume: ticket?.resume ?? null});
     } catch (err) {
       ticket?.end();
       throw err;
     }
-    return new GenerationRun(this.engine, lease, req, prompt.tokens, maxTokens, plan, cutPlan, ticket,
+    return new GenerationRun(this.engine, lease, req, transport, prompt.tokens, maxTokens, plan, cutPlan, ticket,
       (reply, generated) => this.replyCuts(req, prompt.tokens, reply, generated), req.prompt.kind === "chat" ? this.visibleSpecials : new Set());
   }
 

@@ -13,7 +13,6 @@ export function registerApplyTemplateRoute(app: FastifyInstance, deps: ServerDep
   app.post("/apply-template", async (req) => {
     const ctx: ChatDecodeContext = {
       requestId: `tmpl-${randomBytes(12).toString("hex")}`,
-      signal: new AbortController().signal,
       maxTokensCap: deps.config.maxTokensCap,
       schemas: deps.schemas,
       grammarEnabled: deps.config.grammar,

@@ -4,13 +4,11 @@ import {invalidField, invalidRequest} from "../../../core/errors.ts";
 import type {GenerationRequest} from "../../../core/generation.ts";
 import type {TemplateMessage} from "../../../core/messages.ts";
 import {decodeSampling, decodeStops, resolveBudget} from "../../fields/common.ts";
-import type {SchemaCache} from "../../../grammar/index.ts";
 import {resolveLogprobs} from "../../fields/logprobs.ts";
 import {compileFormat} from "../../fields/response-format.ts";
 import {decodeTools, type ToolInput} from "../../fields/tools.ts";
-import type {Logger} from "../../../observability/log.ts";
-import type {Counters} from "../../../observability/counters.ts";
 import {parseBody} from "../../fields/validate.ts";
+import type {DecodeContext} from "../../decode-context.ts";
 import type {ServedModel} from "../../model-router.ts";
 import {chatRequestSchema, type ChatMessageBody, type ChatRequestBody} from "./schema.ts";
 
@@ -21,18 +19,7 @@ export interface DecodedChat {
   includeUsage: boolean;
 }
 
-export interface ChatDecodeContext {
-  requestId: string;
-  signal: AbortSignal;
-  maxTokensCap: number;
-  /** Compiled schemas (shared cache) and SVC_GRAMMAR. */
-  schemas: SchemaCache;
-  grammarEnabled: boolean;
-  /** SVC_STRICT_TOOLS */
-  strictTools: boolean;
-  logger: Logger;
-  counters: Counters;
-}
+export type ChatDecodeContext = DecodeContext;
 
 /** OpenAI's tool entries: `{type: "function", function: {name, description, parameters, strict}}`. */
 function toolInputs(raw: unknown[] | null | undefined): ToolInput[] {
@@ -146,7 +133,6 @@ export function decodeChat(raw: unknown, ctx: ChatDecodeContext, rules: ChatMode
   }
 
   const request: GenerationRequest = {
-    requestId: ctx.requestId,
     prompt: {
       kind: "chat",
       messages: toTemplateMessages(body.messages),
@@ -168,7 +154,6 @@ export function decodeChat(raw: unknown, ctx: ChatDecodeContext, rules: ChatMode
     grammar: grammar && {gbnf: grammar.gbnf, key: grammar.key},
     grammarRootObject: grammar?.rootObject ?? false,
     tools,
-    signal: ctx.signal,
   };
   return {body, request, stream, includeUsage: stream && (body.stream_options?.include_usage ?? false)};
 }

@@ -4,6 +4,7 @@
 
 import {randomBytes} from "node:crypto";
 import type {FastifyInstance, FastifyReply, FastifyRequest} from "fastify";
+import {decodeContext} from "../../decode-context.ts";
 import type {ServerDeps} from "../../deps.ts";
 import type {ServedModel, WholeAnswer} from "../../model-router.ts";
 import {hangUpSignal, serveGeneration} from "../../serve-generation.ts";
@@ -24,8 +25,7 @@ export function registerChatRoutes(app: FastifyInstance, deps: ServerDeps): void
 async function generate(deps: ServerDeps, model: ServedModel, req: FastifyRequest, reply: FastifyReply): Promise<void> {
   const id = `chatcmpl-${randomBytes(12).toString("hex")}`;
   const abort = hangUpSignal(req, reply);
-  const decoded = decodeChat(req.body, {requestId: id, signal: abort.signal, maxTokensCap: deps.config.maxTokensCap,
-    schemas: deps.schemas, grammarEnabled: deps.config.grammar, strictTools: deps.config.strictTools, logger: deps.logger, counters: deps.counters}, model);
+  const decoded = decodeChat(req.body, decodeContext(deps, id), model);
   // Before the region is waited for, so an over-long prompt is a 400 naming the model's own limit.
   model.checkPrompt?.(model.handle.pipeline.countPromptTokens(decoded.request));
   const who = {id, created: Math.floor(Date.now() / 1000), model: model.id};
@@ -33,6 +33,7 @@ async function generate(deps: ServerDeps, model: ServedModel, req: FastifyReques
   const watcher = model.guarded ? deps.watchers?.open(req, decoded.request, who) ?? null : null;
   await serveGeneration(deps, model.handle, req, reply, {
     route: model.chatRoute,
+    transport: {requestId: id, signal: abort.signal},
     stream: decoded.stream,
     sessions: model.sessions,
     genRequest: decoded.request,

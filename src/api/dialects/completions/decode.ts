@@ -5,6 +5,7 @@ import type {GenerationRequest, PromptSpec} from "../../../core/generation.ts";
 import {decodeSampling, decodeStops, resolveBudget} from "../../fields/common.ts";
 import {resolveLogprobs} from "../../fields/logprobs.ts";
 import {parseBody} from "../../fields/validate.ts";
+import type {DecodeContext} from "../../decode-context.ts";
 import {completionsRequestSchema, type CompletionsRequestBody} from "./schema.ts";
 
 export interface DecodedCompletion {
@@ -23,7 +24,7 @@ function decodePrompt(prompt: CompletionsRequestBody["prompt"]): PromptSpec {
   return typeof first === "string" ? {kind: "text", text: first} : {kind: "tokens", tokens: first as number[]};
 }
 
-export function decodeCompletion(raw: unknown, ctx: {requestId: string; signal: AbortSignal; maxTokensCap: number}): DecodedCompletion {
+export function decodeCompletion(raw: unknown, ctx: Pick<DecodeContext, "maxTokensCap">): DecodedCompletion {
   const body = parseBody(completionsRequestSchema, raw);
   if (body.n != null && body.n > 1) throw invalidField("n", "only one choice per request is supported (n = 1)");
   if (body.best_of != null && body.best_of > 1) throw invalidField("best_of", "only 1 is supported");
@@ -36,7 +37,6 @@ export function decodeCompletion(raw: unknown, ctx: {requestId: string; signal: 
   const logprobs = resolveLogprobs({wanted: body.logprobs != null, top: body.logprobs ?? 0, field: "logprobs", topField: "logprobs",
     stream, budget: maxTokens, temperature: sampling.temperature, hasSchema: false});
   const request: GenerationRequest = {
-    requestId: ctx.requestId,
     prompt: decodePrompt(body.prompt),
     promptField: "prompt",
     maxTokens,
@@ -46,7 +46,6 @@ export function decodeCompletion(raw: unknown, ctx: {requestId: string; signal: 
     wantProgress: stream && (body.return_progress ?? false),
     logprobs,
     grammar: null,
-    signal: ctx.signal,
   };
   return {body, request, stream, includeUsage: stream && (body.stream_options?.include_usage ?? false)};
 }

@@ -12,10 +12,11 @@ export function registerCompletionsRoutes(app: FastifyInstance, deps: ServerDeps
     const id = `cmpl-${randomBytes(12).toString("hex")}`;
     const model = deps.models.mainOnly(req.body);
     const abort = hangUpSignal(req, reply);
-    const decoded = decodeCompletion(req.body, {requestId: id, signal: abort.signal, maxTokensCap: deps.config.maxTokensCap});
+    const decoded = decodeCompletion(req.body, {maxTokensCap: deps.config.maxTokensCap});
     const who = {id, created: Math.floor(Date.now() / 1000), model: model.id};
     await serveGeneration(deps, model.handle, req, reply, {
       route: "completions",
+      transport: {requestId: id, signal: abort.signal},
       stream: decoded.stream,
       genRequest: decoded.request,
       collect: (events) => completionBody(who, events, decoded.request.logprobs?.top ?? 0),

@@ -14,13 +14,12 @@
 import type {IncomingHttpHeaders} from "node:http";
 import {invalidField, invalidRequest} from "../../../core/errors.ts";
 import type {GenerationRequest} from "../../../core/generation.ts";
-import type {SchemaCache} from "../../../grammar/index.ts";
-import type {Counters} from "../../../observability/counters.ts";
-import type {Logger} from "../../../observability/log.ts";
 import {decodeSampling, decodeStops, resolveBudget} from "../../fields/common.ts";
 import {compileFormat} from "../../fields/response-format.ts";
 import {decodeTools, type ToolInput} from "../../fields/tools.ts";
 import {parseBody} from "../../fields/validate.ts";
+import type {DecodeContext} from "../../decode-context.ts";
+import type {Logger} from "../../../observability/log.ts";
 import {decodeConversation} from "./content.ts";
 import {countTokensSchema, messagesSchema, READ_FIELDS, type MessagesBody} from "./schema.ts";
 
@@ -45,17 +44,8 @@ export class LogOnce {
   }
 }
 
-export interface MessagesDecodeContext {
-  requestId: string;
-  signal: AbortSignal;
-  maxTokensCap: number;
-  schemas: SchemaCache;
-  /** SVC_GRAMMAR */
-  grammarEnabled: boolean;
-  /** SVC_STRICT_TOOLS */
-  strictTools: boolean;
-  logger: Logger;
-  counters: Counters;
+/** The shared decode context, plus the request's headers (its msg-version) and the dialect's log-once notes. */
+export interface MessagesDecodeContext extends DecodeContext {
   headers: IncomingHttpHeaders;
   notes: LogOnce;
 }
@@ -184,7 +174,6 @@ export function decodeMessages(raw: unknown, ctx: MessagesDecodeContext, mode: M
   const stopSequences = decodeStops(body.stop_sequences);
 
   const request: GenerationRequest = {
-    requestId: ctx.requestId,
     prompt: {
       kind: "chat",
       messages: conversation.messages,
@@ -207,7 +196,6 @@ export function decodeMessages(raw: unknown, ctx: MessagesDecodeContext, mode: M
     grammarRootObject: grammar?.rootObject ?? false,
     reasoningBudget: thinking.budget,
     tools,
-    signal: ctx.signal,
   };
   return {body, request, stream: mode === "create" && (body.stream ?? false), stopSequences, thinkingDisplay: thinking.display};
 }

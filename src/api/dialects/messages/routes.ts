@@ -5,6 +5,7 @@
 
 import {randomBytes} from "node:crypto";
 import type {FastifyInstance, FastifyReply, FastifyRequest} from "fastify";
+import {decodeContext} from "../../decode-context.ts";
 import type {ServerDeps} from "../../deps.ts";
 import {hangUpSignal, serveGeneration} from "../../serve-generation.ts";
 import {registerErrorShape} from "../../server.ts";
@@ -16,9 +17,7 @@ import {claudeCodeThread} from "./agent-thread.ts";
 export function registerMessagesRoutes(app: FastifyInstance, deps: ServerDeps): void {
   // One per server (so once per process): what the log has already been told.
   const notes = new LogOnce(deps.logger);
-  const context = (req: FastifyRequest, requestId: string, signal: AbortSignal): MessagesDecodeContext => ({requestId, signal,
-    maxTokensCap: deps.config.maxTokensCap, schemas: deps.schemas, grammarEnabled: deps.config.grammar, strictTools: deps.config.strictTools,
-    logger: deps.logger, counters: deps.counters, headers: req.headers, notes});
+  const context = (req: FastifyRequest, requestId: string): MessagesDecodeContext => ({...decodeContext(deps, requestId), headers: req.headers, notes});
 
   const create = async (req: FastifyRequest, reply: FastifyReply) => {
     const id = `msg_${randomBytes(12).toString("hex")}`;
@@ -26,10 +25,11 @@ export function registerMessagesRoutes(app: FastifyInstance, deps: ServerDeps): 
     reply.header("request-id", id);
     const abort = hangUpSignal(req, reply);
     const model = deps.models.mainOnly(req.body);
-    const decoded = decodeMessages(req.body, context(req, id, abort.signal), "create");
+    const decoded = decodeMessages(req.body, context(req, id), "create");
     const who = {id, model: model.id, stopSequences: decoded.stopSequences, thinkingDisplay: decoded.thinkingDisplay};
     await serveGeneration(deps, model.handle, req, reply, {
       route: "messages",
+      transport: {requestId: id, signal: abort.signal},
       stream: decoded.stream,
       sessions: true,
       genRequest: decoded.request,
@@ -44,7 +44,7 @@ export function registerMessagesRoutes(app: FastifyInstance, deps: ServerDeps): 
   const countTokens = async (req: FastifyRequest, reply: FastifyReply) => {
     const id = `count_${randomBytes(8).toString("hex")}`;
     reply.header("request-id", id);
-    const decoded = decodeMessages(req.body, context(req, id, new AbortController().signal), "count");
+    const decoded = decodeMessages(req.body, context(req, id), "count");
     return {input_tokens: deps.main.pipeline.countPromptTokens(decoded.request)};
   };
 

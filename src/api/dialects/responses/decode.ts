@@ -3,29 +3,16 @@
 
 import {invalidField} from "../../../core/errors.ts";
 import type {GenerationRequest} from "../../../core/generation.ts";
-import type {SchemaCache} from "../../../grammar/index.ts";
-import type {Counters} from "../../../observability/counters.ts";
-import type {Logger} from "../../../observability/log.ts";
 import {decodeSampling, resolveBudget} from "../../fields/common.ts";
 import {compileFormat, type FormatAsk} from "../../fields/response-format.ts";
 import {decodeTools} from "../../fields/tools.ts";
 import {parseBody} from "../../fields/validate.ts";
+import type {DecodeContext} from "../../decode-context.ts";
 import {convertInput} from "./input.ts";
 import {responsesRequestSchema, type ResponsesRequestBody} from "./schema.ts";
 import {responsesTools, templateToolEntries} from "./tools.ts";
 
-export interface ResponsesDecodeContext {
-  requestId: string;
-  signal: AbortSignal;
-  maxTokensCap: number;
-  /** Compiled schemas (shared cache) and SVC_GRAMMAR. */
-  schemas: SchemaCache;
-  grammarEnabled: boolean;
-  /** SVC_STRICT_TOOLS */
-  strictTools: boolean;
-  logger: Logger;
-  counters: Counters;
-}
+export type ResponsesDecodeContext = DecodeContext;
 
 export interface DecodedResponses {
   body: ResponsesRequestBody;
@@ -88,7 +75,6 @@ export function decodeResponses(raw: unknown, ctx: ResponsesDecodeContext): Deco
   const continueFinal = last.role === "assistant" && !last.tool_calls?.length && last.content !== "";
 
   const request: GenerationRequest = {
-    requestId: ctx.requestId,
     prompt: {
       kind: "chat",
       messages,
@@ -110,7 +96,6 @@ export function decodeResponses(raw: unknown, ctx: ResponsesDecodeContext): Deco
     grammar: grammar && {gbnf: grammar.gbnf, key: grammar.key},
     grammarRootObject: grammar?.rootObject ?? false,
     tools,
-    signal: ctx.signal,
   };
   const summary = (body.reasoning?.summary ?? body.reasoning?.generate_summary ?? null) !== null;
   return {body, request, stream, summary, namespaces: rt.namespaces};

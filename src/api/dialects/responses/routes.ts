@@ -3,26 +3,25 @@
 
 import type {FastifyInstance, FastifyReply, FastifyRequest} from "fastify";
 import {ApiError} from "../../../core/errors.ts";
+import {decodeContext} from "../../decode-context.ts";
 import type {ServerDeps} from "../../deps.ts";
 import {hangUpSignal, serveGeneration} from "../../serve-generation.ts";
 import {codexThread} from "./agent-thread.ts";
-import {decodeResponses, type ResponsesDecodeContext} from "./decode.ts";
+import {decodeResponses} from "./decode.ts";
 import {responsesBody, responsesStreamEncoder} from "./encode.ts";
 import {newId, responseShell} from "./response-object.ts";
 
 export function registerResponsesRoutes(app: FastifyInstance, deps: ServerDeps): void {
-  const context = (requestId: string, signal: AbortSignal): ResponsesDecodeContext => ({requestId, signal, maxTokensCap: deps.config.maxTokensCap,
-    schemas: deps.schemas, grammarEnabled: deps.config.grammar, strictTools: deps.config.strictTools, logger: deps.logger, counters: deps.counters});
-
   const create = async (req: FastifyRequest, reply: FastifyReply) => {
     const id = newId("resp");
     const model = deps.models.mainOnly(req.body);
     const abort = hangUpSignal(req, reply);
-    const decoded = decodeResponses(req.body, context(id, abort.signal));
+    const decoded = decodeResponses(req.body, decodeContext(deps, id));
     const shell = responseShell({id, createdAt: Math.floor(Date.now() / 1000), model: model.id}, decoded);
     const opts = {summary: decoded.summary, namespaces: decoded.namespaces};
     await serveGeneration(deps, model.handle, req, reply, {
       route: "responses",
+      transport: {requestId: id, signal: abort.signal},
       stream: decoded.stream,
       sessions: true,
       agentThread: () => codexThread(req.headers, req.body),
@@ -34,7 +33,7 @@ export function registerResponsesRoutes(app: FastifyInstance, deps: ServerDeps):
 
   // The SDK's client.responses.inputTokens.count: the prompt this body would make, counted, not run.
   const countInputTokens = async (req: FastifyRequest) => {
-    const decoded = decodeResponses(req.body, context(newId("count"), new AbortController().signal));
+    const decoded = decodeResponses(req.body, decodeContext(deps, newId("count")));
     return {object: "response.input_tokens", input_tokens: deps.main.pipeline.countPromptTokens(decoded.request)};
   };
 

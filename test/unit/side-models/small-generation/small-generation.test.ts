@@ -18,7 +18,7 @@ import {gatedRun} from "../../../../src/side-models/small-generation/gated-engin
 import {checkSmallPrompt, SMALL_GENERATION_LIMITS} from "../../../../src/side-models/small-generation/limits.ts";
 import {apiErrorOf} from "../../../fixtures/api-error.ts";
 
-const ctx = {requestId: "req-1", signal: new AbortController().signal, maxTokensCap: 65_536, schemas: new SchemaCache(), grammarEnabled: true,
+const ctx = {requestId: "req-1", maxTokensCap: 65_536, schemas: new SchemaCache(), grammarEnabled: true,
   strictTools: true, logger: createMemoryLogger(), counters: newCounters()};
 const M = "nx3.5-2b";
 /** The chat dialect's decode with the small model's rules, as the chat route runs it for this id. */

@@ -11,8 +11,7 @@ import {decodeChat} from "../../../../../src/api/dialects/chat/decode.ts";
 import {SchemaCache} from "../../../../../src/grammar/index.ts";
 import {decodeCompletion} from "../../../../../src/api/dialects/completions/decode.ts";
 
-const signal = new AbortController().signal;
-const ctx = {requestId: "req-1", signal, maxTokensCap: 100, schemas: new SchemaCache(), grammarEnabled: true, strictTools: true, logger: createMemoryLogger(), counters: newCounters()};
+const ctx = {requestId: "req-1", maxTokensCap: 100, schemas: new SchemaCache(), grammarEnabled: true, strictTools: true, logger: createMemoryLogger(), counters: newCounters()};
 const user = (content: unknown) => ({role: "user", content});
 
 function refusedChat(body: unknown): ApiError {
@@ -243,7 +242,6 @@ describe("decodeChat: the request", () => {
     assert.equal(d.stream, false);
     assert.equal(d.includeUsage, false);
     assert.deepEqual(d.request, {
-      requestId: "req-1",
       prompt: {kind: "chat", messages: [{role: "user", content: "hi"}], addGenerationPrompt: true, continueFinalMessage: false, enableThinking: undefined, reasoningEffort: undefined,
         templateKwargs: undefined, tools: undefined},
       promptField: "messages",
@@ -256,7 +254,6 @@ describe("decodeChat: the request", () => {
       grammar: null,
       grammarRootObject: false,
       tools: null,
-      signal,
     });
   });
 
@@ -334,8 +331,8 @@ describe("decodeCompletion", () => {
     assert.equal(d.includeUsage, true);
     assert.equal(d.request.wantProgress, true);
     assert.deepEqual(d.request.stop, ["\n\n"]);
-    assert.equal(d.request.requestId, "req-1");
-    assert.equal(d.request.signal, signal);
+    // Transport facts travel beside the request (RequestTransport), never in it.
+    assert.deepEqual(["requestId", "signal", "streamed", "session"].filter((k) => k in d.request), []);
   });
 
   test("a missing prompt is a 400 naming prompt", () => {

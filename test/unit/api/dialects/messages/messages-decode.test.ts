@@ -14,7 +14,7 @@ import {apiErrorOf} from "../../../../fixtures/api-error.ts";
 
 function context(headers: Record<string, string> = {}): MessagesDecodeContext & {logger: ReturnType<typeof createMemoryLogger>} {
   const logger = createMemoryLogger();
-  return {requestId: "msg_1", signal: new AbortController().signal, maxTokensCap: 100, schemas: new SchemaCache(), grammarEnabled: true,
+  return {requestId: "msg_1", maxTokensCap: 100, schemas: new SchemaCache(), grammarEnabled: true,
     strictTools: true, logger, counters: newCounters(), headers, notes: new LogOnce(logger)};
 }
 

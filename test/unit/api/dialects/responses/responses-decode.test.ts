@@ -12,7 +12,7 @@ import {createMemoryLogger} from "../../../../../src/observability/log.ts";
 import {apiErrorOf} from "../../../../fixtures/api-error.ts";
 
 const logger = createMemoryLogger();
-const ctx = {requestId: "resp_1", signal: new AbortController().signal, maxTokensCap: 100, schemas: new SchemaCache(), grammarEnabled: true,
+const ctx = {requestId: "resp_1", maxTokensCap: 100, schemas: new SchemaCache(), grammarEnabled: true,
   strictTools: true, logger, counters: newCounters()};
 
 const decode = (body: object) => decodeResponses(body, ctx);
