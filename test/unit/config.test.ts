@@ -1,5 +1,5 @@
 // The settings table and the environment parser: every default, every parser's edges, the error lines,
-// unknown SVC_* names, ~ expansion, and the README table staying equal to the generated one.
+// unknown SVC_* names, ~ expansion, and the settings table in docs/operations.md staying equal to the generated one.
 
 import assert from "node:assert/strict";
 import {readFileSync} from "node:fs";
@@ -356,8 +356,8 @@ describe("settings table", () => {
     assert.equal(new Set(names).size, names.length);
     for (const n of names) assert.match(n, /^SVC_[A-Z0-9_]+$/);
   });
-  test("README.md contains the generated settings table verbatim", () => {
-    const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
-    assert.ok(readme.includes(settingsTableMarkdown()), "README.md's settings table differs from settingsTableMarkdown(); regenerate it");
+  test("docs/operations.md contains the generated settings table verbatim", () => {
+    const page = readFileSync(new URL("../../docs/operations.md", import.meta.url), "utf8");
+    assert.ok(page.includes(settingsTableMarkdown()), "docs/operations.md's settings table differs from settingsTableMarkdown(); regenerate it");
   });
 });
