@@ -48,7 +48,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return out as Config;
 }
 
-/** The README's settings table, generated from SETTINGS. */
+/** The settings table of docs/operations.md, generated from SETTINGS. */
 export function settingsTableMarkdown(): string {
   const rows = Object.values(SETTINGS).map((s: Setting) => {
     const doc = s.pending ? `${s.doc} *Read and validated now; takes effect with ${s.pending}.*` : s.doc;
