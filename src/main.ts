@@ -45,7 +45,7 @@ async function main(): Promise<void> {
   // Node reads it before any of our code runs, so it can only come from the environment (`npm start` sets 1).
   if (process.env.UV_THREADPOOL_SIZE === undefined && !info.remote) {
     logger.warn("UV_THREADPOOL_SIZE is not set: the engine's decodes hop across Node's 4 worker threads and run slower; " +
-      "start with `npm start` or set UV_THREADPOOL_SIZE=1 (README, Performance)");
+      "start with `npm start` or set UV_THREADPOOL_SIZE=1 (docs/performance.md)");
   }
 
   let stopping = false;
@@ -65,7 +65,7 @@ async function main(): Promise<void> {
 /** A bad setting stops the start with exit code 2, one line per problem. */
 function refuseSettings(err: ConfigError): never {
   for (const p of err.problems) process.stderr.write(`svc: bad setting ${p}\n`);
-  process.stderr.write("svc: not started; fix the settings above (README.md lists every setting)\n");
+  process.stderr.write("svc: not started; fix the settings above (docs/operations.md lists every setting)\n");
   process.exit(2);
 }
 

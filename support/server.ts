@@ -29,7 +29,7 @@ export interface RunningServer {
 export function serverEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   const base: NodeJS.ProcessEnv = {...process.env};
   delete base.TEST_SERVER_POOL;
-  // UV_THREADPOOL_SIZE as `npm start` sets it (see README, "Performance").
+  // UV_THREADPOOL_SIZE as `npm start` sets it (see docs/performance.md).
   // Test files that run two at a time (TEST_SHARED_CORES, set by scripts/test.mjs) each get one core: two servers of
   // two engine threads each on two cores make llama.cpp's threads wait on each other, many times slower.
   const cores = process.env.TEST_SHARED_CORES ? {SVC_THREADS: "1"} : {};

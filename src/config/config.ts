@@ -33,7 +33,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     }
   }
   const unknown = Object.keys(env).filter((k) => k.startsWith("SVC_") && !Object.values(SETTINGS).some((s) => s.name === k));
-  for (const name of unknown) problems.push(`${name}: not a setting of this server (see the settings table in README.md)`);
+  for (const name of unknown) problems.push(`${name}: not a setting of this server (see the settings table in docs/operations.md)`);
   if (out.speculation === "on" && out.flashAttention === false) {
     problems.push("SVC_SPECULATION=on needs SVC_FLASH_ATTENTION=1: with flash attention off, a draft row changes the numbers of the row before it, " +
       "so greedy output would no longer be exact (use SVC_SPECULATION=off or turn flash attention on)");
@@ -48,7 +48,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return out as Config;
 }
 
-/** The README's settings table, generated from SETTINGS. */
+/** The settings table of docs/operations.md, generated from SETTINGS. */
 export function settingsTableMarkdown(): string {
   const rows = Object.values(SETTINGS).map((s: Setting) => {
     const doc = s.pending ? `${s.doc} *Read and validated now; takes effect with ${s.pending}.*` : s.doc;

@@ -1,6 +1,6 @@
 // Every SVC_* setting, in one table: name, default, rule, and what it does. config.ts parses the
-// environment against this table; the README's settings table is generated from it (and a unit test
-// keeps the two equal), so a setting cannot exist without being documented.
+// environment against this table; the settings table in docs/operations.md is generated from it (and a unit
+// test keeps the two equal), so a setting cannot exist without being documented.
 
 import {homedir} from "node:os";
 import {join} from "node:path";
@@ -10,7 +10,7 @@ export type Parser<T> = (raw: string) => T;
 
 export interface Setting<T = unknown> {
   name: string;
-  /** Default as shown in the README. */
+  /** Default as shown in the settings table (docs/operations.md). */
   shown: string;
   /** Parsed default (undefined when the setting is off unless given). */
   fallback: () => T;
@@ -166,7 +166,7 @@ export const SETTINGS = {
       "OpenMP and tuned for this CPU (about 5 minutes on 2 cores; needs cmake and a C++ compiler), keeps " +
       "the build under `SVC_MODELS_DIR/engine-builds` so a reinstall (`npm ci`) restores it instead of " +
       "building again, and runs it. Measured gains vary by machine (none to 20% in decode here, see " +
-      "README, Performance). `prebuilt` runs node-llama-cpp's binary. KV states on disk are kept per build."}),
+      "docs/performance.md). `prebuilt` runs node-llama-cpp's binary. KV states on disk are kept per build."}),
   promptPiece: s({name: "SVC_PROMPT_PIECE", shown: "`64`", fallback: () => 64, parse: powerOfTwo(16, 512),
     rule: "must be a power of two from 16 to 512",
     doc: "Prompts are evaluated in pieces that end at multiples of this size, so greedy " +

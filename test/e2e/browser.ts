@@ -27,8 +27,8 @@ export function collectErrors(page: Page): string[] {
 }
 
 /**
- * Screenshots for the README, written only when PLAYGROUND_SCREENSHOTS names a folder (e.g. docs), so a test
- * run leaves the tree as it was.
+ * Screenshots for the docs (the playground in README.md and docs/operations.md), written only when
+ * PLAYGROUND_SCREENSHOTS names a folder (e.g. docs), so a test run leaves the tree as it was.
  */
 export async function screenshot(page: Page, name: string): Promise<void> {
   const dir = process.env.PLAYGROUND_SCREENSHOTS;

@@ -15,7 +15,7 @@ let server: RunningServer;
 let trained: RunningServer;
 
 // Trained model: the test model nests the unbounded recursive expression ~60 levels deep and does not close it in the
-// budget (a budget-cut reply is cut JSON: README, "Structured output"); a trained model answers with a short value.
+// budget (a budget-cut reply is cut JSON: docs/api.md, "Structured output"); a trained model answers with a short value.
 const ON_TRAINED = new Set(["json-expression"]);
 
 before(async () => {

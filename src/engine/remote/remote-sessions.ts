@@ -43,8 +43,8 @@ const SLOT_FILE = /^svc-[0-9a-f]{32}\.bin$/;
 
 /**
  * The slot file for a kept token sequence, named by its content: keeping the same state twice writes one file.
- * llama-server has no route to delete a slot file, so files of released handles stay in --slot-save-path (the README
- * says so); naming by content at least keeps repeats from piling up.
+ * llama-server has no route to delete a slot file, so files of released handles stay in --slot-save-path (docs/operations.md,
+ * Remote engines, says so); naming by content at least keeps repeats from piling up.
  */
 export function slotFileName(tokens: readonly number[]): string {
   return `svc-${createHash("sha256").update(Int32Array.from(tokens)).digest("hex").slice(0, 32)}.bin`;

