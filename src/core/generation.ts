@@ -31,7 +31,6 @@ export type PromptSpec =
       /** The request's reasoning effort (none, minimal, low, medium, high, xhigh), for templates that read one. */
       reasoningEffort?: string;
       templateKwargs?: Record<string, unknown>;
-      tools?: unknown[];
     }
   /** Raw text, seen by the model exactly as sent: special markers are parsed as special tokens. */
   | {kind: "text"; text: string}
@@ -47,6 +46,11 @@ export interface ToolDefinition {
   strict: boolean;
   /** Strict and enforceable here (see the spec's "Strict tools" rule 5): arguments are bound to the schema. */
   enforced: boolean;
+  /**
+   * The tool as the chat template is given it: OpenAI's function-tool entry, exactly as the client sent it on the
+   * chat route, built from the route's own shape on the others. The pipeline hands these to the template.
+   */
+  templateEntry: unknown;
 }
 
 export type ToolChoice = {kind: "auto"} | {kind: "none"} | {kind: "required"} | {kind: "named"; name: string};

@@ -290,16 +290,20 @@ export class GenerationPipeline {
     if (shown !== "all") {
       messages = this.pastCalls.writeInto(messages, syntax, generic ? [] : familyOf(this.template).preserved, (m) => shown === "none" || m.content !== "");
     }
+    // The tools the template is given, from the decoded tools alone. tool_choice "none": the model is not told
+    // about them (and a call it writes anyway is dropped).
     const tools = req.tools;
-    if (!tools || tools.choice.kind === "none" || !generic) {
-      return buildPrompt({...spec, messages}, this.engine, this.template, req.promptField, this.replyTokens);
+    if (!tools || tools.choice.kind === "none") return buildPrompt({...spec, messages}, this.engine, this.template, req.promptField, this.replyTokens);
+    if (!generic) {
+      return buildPrompt({...spec, messages}, this.engine, this.template, req.promptField, this.replyTokens, tools.tools.map((t) => t.templateEntry));
     }
+    // A template without tools: they are written into the system message instead.
     const text = genericToolsPrompt(tools.tools, {parallel: tools.parallel});
     const [first, ...rest] = messages;
     messages = first && first.role === "system"
       ? [{...first, content: `${first.content}\n\n${text}`}, ...rest]
       : [{role: "system" as const, content: text}, ...messages];
-    return buildPrompt({...spec, messages, tools: undefined}, this.engine, this.template, req.promptField, this.replyTokens);
+    return buildPrompt({...spec, messages}, this.engine, this.template, req.promptField, this.replyTokens);
   }
 
   /**

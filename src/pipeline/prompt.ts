@@ -34,7 +34,7 @@ export interface BuiltPrompt {
  * state and resumes past the reply.
  */
 export function buildPrompt(spec: PromptSpec, engine: Engine, template: ChatTemplate | null, field: string,
-  replyTokens?: (text: string) => readonly number[] | undefined): BuiltPrompt {
+  replyTokens?: (text: string) => readonly number[] | undefined, tools?: unknown[]): BuiltPrompt {
   switch (spec.kind) {
     case "tokens": {
       spec.tokens.forEach((t, i) => {
@@ -54,7 +54,7 @@ export function buildPrompt(spec: PromptSpec, engine: Engine, template: ChatTemp
           enableThinking: spec.enableThinking,
           reasoningEffort: spec.reasoningEffort,
           kwargs: spec.templateKwargs,
-          tools: spec.tools,
+          tools,
         });
       } catch (err) {
         if (err instanceof TemplateRenderError) throw invalidRequest(`the model's chat template refused the conversation: ${err.message}`, field);

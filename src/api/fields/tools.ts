@@ -20,6 +20,8 @@ export interface ToolInput {
   strict?: unknown;
   /** How the route names this tool, e.g. "tools[2].function". */
   field: string;
+  /** The tool as the chat template is given it (ToolDefinition.templateEntry). */
+  templateEntry: unknown;
 }
 
 export interface ToolsContext {
@@ -56,7 +58,7 @@ export function decodeTools(inputs: ToolInput[], choiceRaw: unknown, parallelRaw
     }
     if (t.strict !== undefined && t.strict !== null && typeof t.strict !== "boolean") throw invalidField(`${t.field}.strict`, "must be a boolean");
     return {name: t.name, ...(typeof t.description === "string" ? {description: t.description} : {}), parameters: params,
-      strict: t.strict === true, enforced: false};
+      strict: t.strict === true, enforced: false, templateEntry: t.templateEntry};
   });
 
   const choice = decodeChoice(choiceRaw, fields.choice, seen);

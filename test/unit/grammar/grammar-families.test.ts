@@ -139,7 +139,7 @@ describe("every family's call syntax", () => {
 });
 
 describe("the steering over every family's calls", () => {
-  const tools = {tools: TOOLS.map((t) => ({name: t.name, parameters: t.parameters, strict: true, enforced: true})), choice: {kind: "auto" as const}, parallel: true};
+  const tools = {tools: TOOLS.map((t) => ({name: t.name, parameters: t.parameters, strict: true, enforced: true, templateEntry: null})), choice: {kind: "auto" as const}, parallel: true};
   for (const {id, syntax, parallel} of SYNTAXES) {
     if (callOpeners(syntax).length > 0) test(`${id}: calls opened in free text are bound phase by phase`, () => {
       const calls = parallel ? TWO : ONE;

@@ -54,7 +54,7 @@ describe("JSON under a schema", () => {
 });
 
 describe("tools under an object schema (SVC_SCHEMA_ESCAPE on)", () => {
-  const tools = {tools: [{name: "f", parameters: {type: "object", properties: {a: {type: "string"}}}, strict: true, enforced: true}],
+  const tools = {tools: [{name: "f", parameters: {type: "object", properties: {a: {type: "string"}}}, strict: true, enforced: true, templateEntry: null}],
     choice: {kind: "auto" as const}, parallel: true};
   const plan = (budget: number): SteeringPlan => ({reasoning: reasoning("none"), answer: schemaAnswer({budget}), calls: createToolCallGrammars(HERMES_CALLS, tools), parallel: true});
 
@@ -113,7 +113,7 @@ describe("thinking budget", () => {
 });
 
 describe("a stop token before the required answer (onStop)", () => {
-  const tools = {tools: [{name: "f", parameters: {type: "object", properties: {a: {type: "string"}}}, strict: true, enforced: true}],
+  const tools = {tools: [{name: "f", parameters: {type: "object", properties: {a: {type: "string"}}}, strict: true, enforced: true, templateEntry: null}],
     choice: {kind: "auto" as const}, parallel: true};
   const withTools = (mode: SteeringPlan["reasoning"]["mode"]): SteeringPlan =>
     ({reasoning: reasoning(mode), answer: schemaAnswer({budget: 100}), calls: createToolCallGrammars(HERMES_CALLS, tools), parallel: true});

@@ -31,7 +31,8 @@ function toolInputs(raw: unknown[] | null | undefined): ToolInput[] {
     const f = o.function;
     if (typeof f !== "object" || f === null || Array.isArray(f)) throw invalidField(`${field}.function`, "is required: {name, description, parameters}");
     const fn = f as Record<string, unknown>;
-    return {name: fn.name, description: fn.description, parameters: fn.parameters, strict: fn.strict, field: `${field}.function`};
+    // The template is given the entry as the client sent it.
+    return {name: fn.name, description: fn.description, parameters: fn.parameters, strict: fn.strict, field: `${field}.function`, templateEntry: t};
   });
 }
 
@@ -141,8 +142,6 @@ export function decodeChat(raw: unknown, ctx: ChatDecodeContext, rules: ChatMode
       enableThinking,
       reasoningEffort: body.reasoning_effort ?? undefined,
       templateKwargs: kwargs,
-      // tool_choice "none": the model is not told about the tools (and a call it writes anyway is dropped).
-      tools: tools && tools.choice.kind !== "none" ? body.tools! : undefined,
     },
     promptField: "messages",
     maxTokens,

@@ -103,9 +103,8 @@ function decodeThinking(body: MessagesBody): Thinking {
 }
 
 /** Custom tools (type absent or "custom") are offered; vendor server tools are dropped, each type named once in the log. */
-function splitTools(body: MessagesBody, ctx: MessagesDecodeContext): {inputs: ToolInput[]; template: unknown[]} {
+function splitTools(body: MessagesBody, ctx: MessagesDecodeContext): ToolInput[] {
   const inputs: ToolInput[] = [];
-  const template: unknown[] = [];
   const dropped: string[] = [];
   (body.tools ?? []).forEach((t, i) => {
     if (t.type != null && t.type !== "custom") {
@@ -113,15 +112,16 @@ function splitTools(body: MessagesBody, ctx: MessagesDecodeContext): {inputs: To
       return;
     }
     const o = t as Record<string, unknown>;
-    inputs.push({name: o.name, description: o.description, parameters: o.input_schema, strict: o.strict, field: `tools[${i}]`});
-    template.push({type: "function",
-      function: {name: o.name, description: o.description ?? "", parameters: o.input_schema ?? {type: "object", properties: {}}}});
+    // The template is given OpenAI's function-tool entry.
+    const templateEntry = {type: "function",
+      function: {name: o.name, description: o.description ?? "", parameters: o.input_schema ?? {type: "object", properties: {}}}};
+    inputs.push({name: o.name, description: o.description, parameters: o.input_schema, strict: o.strict, field: `tools[${i}]`, templateEntry});
   });
   const fresh = ctx.notes.fresh(dropped.map((d) => `tool:${d}`));
   if (fresh.length > 0) {
     ctx.logger.info("messages: server tools of the vendor dropped (the client's own tools are used)", {types: fresh.map((k) => k.slice(5)).join(",")});
   }
-  return {inputs, template};
+  return inputs;
 }
 
 /** Anthropic's tool_choice in the vocabulary decodeTools reads (chat's): auto, required, none, or a named function. */
@@ -161,7 +161,7 @@ export function decodeMessages(raw: unknown, ctx: MessagesDecodeContext, mode: M
   const grammar = compileFormat(format ? {kind: "json_schema", schema: format.schema} : {kind: "text"}, {
     schemas: ctx.schemas, enabled: ctx.grammarEnabled, field: body.output_config?.format ? "output_config.format.schema" : "output_format.schema"});
 
-  const {inputs, template} = splitTools(body, ctx);
+  const inputs = splitTools(body, ctx);
   const {choice, parallel} = choiceOf(body, inputs);
   const tools = decodeTools(inputs, choice, parallel, {choice: "tool_choice", parallel: "tool_choice.disable_parallel_tool_use"}, {
     strictEnabled: ctx.strictTools,
@@ -182,8 +182,6 @@ export function decodeMessages(raw: unknown, ctx: MessagesDecodeContext, mode: M
       continueFinalMessage: conversation.prefill,
       enableThinking: thinking.enable,
       reasoningEffort: body.output_config?.effort ?? undefined,
-      // tool_choice "none": the model is not told about the tools (as on the chat route).
-      tools: tools && tools.choice.kind !== "none" ? template : undefined,
     },
     promptField: "messages",
     maxTokens,

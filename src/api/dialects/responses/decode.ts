@@ -10,7 +10,7 @@ import {parseBody} from "../../fields/validate.ts";
 import type {DecodeContext} from "../../decode-context.ts";
 import {convertInput} from "./input.ts";
 import {responsesRequestSchema, type ResponsesRequestBody} from "./schema.ts";
-import {responsesTools, templateToolEntries} from "./tools.ts";
+import {responsesTools} from "./tools.ts";
 
 export type ResponsesDecodeContext = DecodeContext;
 
@@ -82,8 +82,6 @@ export function decodeResponses(raw: unknown, ctx: ResponsesDecodeContext): Deco
       continueFinalMessage: continueFinal,
       enableThinking,
       reasoningEffort: body.reasoning?.effort ?? undefined,
-      // tool_choice "none": the model is not told about the tools (and a call it writes anyway is dropped).
-      tools: tools && tools.choice.kind !== "none" ? templateToolEntries(tools.tools) : undefined,
     },
     // The conversation is input (instructions folded in): what a refusal about the whole prompt names.
     promptField: "input",

@@ -28,7 +28,7 @@ function isObj(v: unknown): v is Obj {
  * an absent or null `strict` is true, and `strict: false` opts out.
  */
 function functionInput(t: Obj, field: string): ToolInput {
-  return {name: t.name, description: t.description, parameters: t.parameters, strict: t.strict ?? true, field};
+  return {name: t.name, description: t.description, parameters: t.parameters, strict: t.strict ?? true, field, templateEntry: templateEntry(t)};
 }
 
 export function responsesTools(raw: unknown[] | null | undefined, choiceRaw: unknown, log: {logger: Logger; requestId: string}): ResponsesTools {
@@ -93,11 +93,11 @@ function readChoice(raw: unknown, names: ReadonlySet<string>): {choice: unknown;
     `"${raw.type}" names a tool this server does not run (only function tools are called); use "auto", "required" or {type: "function", name}`);
 }
 
-/** The tools as the chat template takes them (OpenAI chat-style entries). */
-export function templateToolEntries(tools: {name: string; description?: string; parameters?: unknown}[]): unknown[] {
-  return tools.map((t) => ({
+/** A Responses function tool as the chat template is given it: OpenAI's function-tool entry. */
+function templateEntry(t: Obj): unknown {
+  return {
     type: "function",
-    function: {name: t.name, ...(t.description !== undefined ? {description: t.description} : {}),
+    function: {name: t.name, ...(typeof t.description === "string" ? {description: t.description} : {}),
       parameters: t.parameters ?? {type: "object", properties: {}}},
-  }));
+  };
 }

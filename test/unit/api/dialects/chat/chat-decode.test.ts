@@ -111,14 +111,18 @@ describe("decodeChat: features not served", () => {
     assert.match(bad.message, /^response_format\.json_schema\.schema: .*"pattern"/);
   });
 
-  test("tools reach the template and the request; an empty list is no tools", () => {
+  test("tools reach the request once, each with its template entry; an empty list is no tools", () => {
     const tools = [{type: "function", function: {name: "f", parameters: {type: "object", properties: {}}}}];
     const d = decodeChat({messages: [user("hi")], tools}, ctx);
     assert.deepEqual(d.request.tools?.tools.map((t) => t.name), ["f"]);
-    assert.deepEqual((d.request.prompt as {tools?: unknown}).tools, tools);
+    // Each decoded tool carries its entry for the template, exactly as the client sent it.
+    assert.deepEqual(d.request.tools?.tools.map((t) => t.templateEntry), tools);
+    assert.strictEqual(d.request.tools?.tools[0]?.templateEntry, tools[0]);
     assert.equal(decodeChat({messages: [user("hi")], tools: []}, ctx).request.tools, null);
-    // tool_choice none: the model is not told about the tools.
-    assert.equal((decodeChat({messages: [user("hi")], tools, tool_choice: "none"}, ctx).request.prompt as {tools?: unknown}).tools, undefined);
+    // tool_choice none: carried, with its choice; the pipeline does not tell the model about them
+    // (test/integration/apply-template.test.ts).
+    const none = decodeChat({messages: [user("hi")], tools, tool_choice: "none"}, ctx).request.tools;
+    assert.deepEqual([none?.choice, none?.tools.map((t) => t.name)], [{kind: "none"}, ["f"]]);
   });
 
   test("guard passes through the decode as sent (the streaming guard reads and refuses it: test/unit/api/side/guard/guard-options.test.ts)", () => {
@@ -243,7 +247,7 @@ describe("decodeChat: the request", () => {
     assert.equal(d.includeUsage, false);
     assert.deepEqual(d.request, {
       prompt: {kind: "chat", messages: [{role: "user", content: "hi"}], addGenerationPrompt: true, continueFinalMessage: false, enableThinking: undefined, reasoningEffort: undefined,
-        templateKwargs: undefined, tools: undefined},
+        templateKwargs: undefined},
       promptField: "messages",
       maxTokens: null,
       sampling: {temperature: 1, topK: 40, topP: 1, minP: 0, seed: 3, presencePenalty: 0, frequencyPenalty: 0, repeatPenalty: 1, repeatLastN: 64},

@@ -135,7 +135,7 @@ describe("decodeMessages: tools", () => {
     const r = decode(b, ctx).request;
     decode(b, ctx);
     assert.deepEqual(r.tools!.tools.map((t) => [t.name, t.strict, t.enforced]), [["get_weather", true, true], ["t2", false, false]]);
-    assert.deepEqual(r.prompt.kind === "chat" && r.prompt.tools![0], {type: "function", function: {name: "get_weather", description: "Weather", parameters: custom.input_schema}});
+    assert.deepEqual(r.tools!.tools[0]!.templateEntry, {type: "function", function: {name: "get_weather", description: "Weather", parameters: custom.input_schema}});
     const logged = ctx.logger.lines.filter((l) => /server tools of the vendor dropped/.test(l));
     assert.equal(logged.length, 1);
     assert.match(logged[0]!, /types=web_search_20250305,bash_20250124/);
@@ -148,7 +148,8 @@ describe("decodeMessages: tools", () => {
     assert.deepEqual(choice({type: "tool", name: "get_weather"}).tools!.choice, {kind: "named", name: "get_weather"});
     const none = choice({type: "none"});
     assert.deepEqual(none.tools!.choice, {kind: "none"});
-    assert.equal(none.prompt.kind === "chat" && none.prompt.tools, undefined);
+    // Carried with choice none; the pipeline leaves them out of the prompt (test/integration/apply-template.test.ts).
+    assert.deepEqual(none.tools!.tools.map((t) => t.name), ["get_weather"]);
     assert.equal(choice({type: "auto", disable_parallel_tool_use: true}).tools!.parallel, false);
     assert.equal(choice({type: "auto"}).tools!.parallel, true);
     assert.equal(refused(body({tools: [custom], tool_choice: {type: "tool", name: "nope"}})).param, "tool_choice.name");

@@ -120,10 +120,9 @@ describe("decodeResponses: tools and tool_choice", () => {
   test("strict defaults to true (absent or null); strict false opts out; the template gets chat-style entries", () => {
     const d = decode({input: "x", tools: [fn("a"), fn("b", {strict: null}), fn("c", {strict: false, description: "C"})]});
     assert.deepEqual(d.request.tools!.tools.map((t) => [t.name, t.strict, t.enforced]), [["a", true, true], ["b", true, true], ["c", false, false]]);
-    const p = d.request.prompt;
-    assert.ok(p.kind === "chat");
-    assert.deepEqual((p.tools as {function: {name: string; description?: string}}[]).map((t) => t.function.name), ["a", "b", "c"]);
-    assert.deepEqual((p.tools as {type: string; function: {description?: string}}[])[2], {type: "function", function: {name: "c", description: "C", parameters: fn("c").parameters}});
+    const entries = d.request.tools!.tools.map((t) => t.templateEntry) as {type: string; function: {name: string; description?: string}}[];
+    assert.deepEqual(entries.map((t) => t.function.name), ["a", "b", "c"]);
+    assert.deepEqual(entries[2], {type: "function", function: {name: "c", description: "C", parameters: fn("c").parameters}});
   });
 
   test("hosted tools are left out with a log line; a namespace's functions are used and remembered", () => {
@@ -150,7 +149,8 @@ describe("decodeResponses: tools and tool_choice", () => {
     assert.deepEqual(allowed.tools.map((t) => t.name), ["c"]);
     assert.deepEqual(allowed.choice, {kind: "required"});
     const none = decode({input: "x", tools: [fn("a")], tool_choice: "none"}).request;
-    assert.equal(none.prompt.kind === "chat" && none.prompt.tools, undefined);
+    // Carried with choice none; the pipeline leaves them out of the prompt (test/integration/apply-template.test.ts).
+    assert.deepEqual(none.tools!.tools.map((t) => t.name), ["a"]);
     assert.equal(decode({input: "x", tools: [fn("a")], parallel_tool_calls: false}).request.tools!.parallel, false);
   });
 
