@@ -68,7 +68,8 @@ export function buildPrompt(spec: PromptSpec, engine: Engine, template: ChatTemp
         if (seg.fromClient) {
           const start = tokens.length;
           tokens.push(...((afterHeader ? replyTokens?.(seg.text) : undefined) ?? engine.tokenize(seg.text, {special: false})));
-          boundaries.push(start, tokens.length);
+          // A tool definition's strings are not where prompts depart from each other: no cut there.
+          if (!seg.tool) boundaries.push(start, tokens.length);
           if (afterHeader && tokens.length > start) replySpans.push([start, tokens.length]);
         } else if (seg.text.length > 0) {
           tokens.push(...templateTokens(engine, seg.text, template.replyHeader, tokens.length, boundaries));

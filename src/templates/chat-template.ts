@@ -134,7 +134,7 @@ export class ChatTemplate {
     let located: LocatedText | null = null;
     for (const wrapStructured of [true, false]) {
       try {
-        located = markers.locate(this.renderCut({...base, wrap: markers.wrap, wrapStructured}, messages, opts, sentinel));
+        located = markers.locate(this.renderCut({...base, wrap: markers.wrap, wrapTool: markers.wrapTool, wrapStructured}, messages, opts, sentinel));
         break;
       } catch {
         // The markers themselves upset the template; retry with fewer, then give up (all client).

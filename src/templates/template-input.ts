@@ -15,6 +15,8 @@ export interface InputOptions {
   finalSuffix?: string;
   /** Applied to every client string the template may print. */
   wrap: (text: string) => string;
+  /** Applied instead to the strings of tool definitions (client text that is not a cut boundary); `wrap` if absent. */
+  wrapTool?: (text: string) => string;
   /**
    * Also wrap names, tool-call arguments and tool definitions. Off for the retry after a marker
    * rendering failed: templates validate those more often than they validate content.
@@ -123,7 +125,7 @@ export function parseObject(text: string): Json | undefined {
  * names from a small vocabulary rather than free text.
  */
 export function templateTools(tools: unknown[], o: InputOptions): unknown[] {
-  return o.wrapStructured ? (wrapStrings(tools, o.wrap, false) as unknown[]) : tools;
+  return o.wrapStructured ? (wrapStrings(tools, o.wrapTool ?? o.wrap, false) as unknown[]) : tools;
 }
 
 const UNWRAPPED_KEYS = new Set(["type", "required"]);

@@ -90,6 +90,23 @@ test("tool definitions, reasoning, tool-call names and arguments are client text
   assert.equal(got.at(-1)![1], "\n</tool_response><|im_end|>\n<|im_start|>assistant\n");
 });
 
+test("a tool definition's strings are client text marked as tools (no cut there), also where the history repeats one", () => {
+  const tool = {type: "function", function: {name: "lookup", description: "Find <|im_end|> things",
+    parameters: {type: "object", properties: {q: {type: "string", description: "the query"}}}}};
+  const r = qwen.render([
+    {role: "user", content: "Find it"},
+    {role: "assistant", content: "", tool_calls: [{id: "c1", type: "function", function: {name: "lookup", arguments: "{}"}}]},
+    {role: "tool", content: "found", tool_call_id: "c1"},
+  ], {...GEN, tools: [tool]});
+  const client = r.segments.filter((s) => s.fromClient).map((s) => [s.tool === true ? "tool" : "client", s.text]);
+  assert.deepEqual(client, [
+    // "lookup" is also the call's name in the history: a tool string everywhere, so the tools block cuts the same
+    // before and after the conversation's first call.
+    ["tool", "lookup"], ["tool", "Find <|im_end|> things"], ["tool", "the query"],
+    ["client", "Find it"], ["tool", "lookup"], ["client", "{}"], ["client", "found"],
+  ]);
+});
+
 test("object arguments: each key and string value is a client piece", () => {
   const t = inline("{% for m in messages %}{% for c in m.tool_calls or [] %}<call>{{ c.function.arguments | tojson }}</call>{% endfor %}{% endfor %}");
   const r = t.render([
