@@ -19,7 +19,6 @@ import {registerApplyTemplateRoute} from "./api/ops/apply-template-route.ts";
 import {buildServer} from "./api/server.ts";
 import type {Config} from "./config/config.ts";
 import {newCounters} from "./observability/counters.ts";
-import {SchemaCache} from "./grammar/index.ts";
 import type {Logger} from "./observability/log.ts";
 import {registerSideRoutes} from "./api/side/index.ts";
 import {buildChatWatchers, buildModelRouter} from "./api/routing/index.ts";
@@ -46,7 +45,6 @@ export async function createApp(config: Config, models: {main: ModelHandle; side
   const base = {
     config,
     main,
-    schemas: new SchemaCache(),
     counters: newCounters(),
     stats: new ServerStats(),
     logger,

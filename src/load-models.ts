@@ -6,6 +6,8 @@ import {readFileSync} from "node:fs";
 import {availableParallelism} from "node:os";
 import {join} from "node:path";
 import {buildModelHandle, type ModelHandle} from "./pipeline/model-handle.ts";
+import type {PipelineOptions} from "./pipeline/generate.ts";
+import {SchemaCache} from "./grammar/index.ts";
 import {ConfigError, type Config} from "./config/config.ts";
 import {beyondTrainingWarning, DiskStore, LlamaEngine, mainContextAsk, modelIdentity, nativeJinja, RemoteEngine, ReplicaSetupError, stateIdentity,
   type EngineInfo, type StateIdentity} from "./engine/index.ts";
@@ -191,7 +193,7 @@ async function openSessions(config: Config, identity: StateIdentity, logger: Log
     identity, logger});
 }
 
-function pipelineOptions(config: Config) {
+function pipelineOptions(config: Config): PipelineOptions {
   return {queueTimeoutMs: config.queueTimeout * 1000, maxTokensDefault: config.maxTokensDefault, schemaEscape: config.schemaEscape,
-    maxToolCalls: config.maxToolCalls};
+    maxToolCalls: config.maxToolCalls, structured: {schemas: new SchemaCache(), enabled: config.grammar}};
 }

@@ -1,8 +1,7 @@
-// What a dialect's decoder may read besides the body: the server's limits and switches, the shared schema cache,
-// and where to log and count. One type for every dialect (the Messages dialect adds its headers and log-once
+// What a dialect's decoder may read besides the body: the server's limits and switches, and where to log and
+// count. One type for every dialect (the Messages dialect adds its headers and log-once
 // notes); the request id is here only to name the request on log lines. Nothing of it is written into the request.
 
-import type {SchemaCache} from "../grammar/index.ts";
 import type {Counters} from "../observability/counters.ts";
 import type {Logger} from "../observability/log.ts";
 import type {ServerDeps} from "./deps.ts";
@@ -10,16 +9,12 @@ import type {ServerDeps} from "./deps.ts";
 export interface DecodeContext {
   requestId: string;
   maxTokensCap: number;
-  /** Compiled schemas (shared cache) and SVC_GRAMMAR. */
-  schemas: SchemaCache;
-  grammarEnabled: boolean;
   /** SVC_STRICT_TOOLS */
   strictTools: boolean;
   logger: Logger;
   counters: Counters;
 }
 
-export function decodeContext(deps: Pick<ServerDeps, "config" | "schemas" | "logger" | "counters">, requestId: string): DecodeContext {
-  return {requestId, maxTokensCap: deps.config.maxTokensCap, schemas: deps.schemas, grammarEnabled: deps.config.grammar,
-    strictTools: deps.config.strictTools, logger: deps.logger, counters: deps.counters};
+export function decodeContext(deps: Pick<ServerDeps, "config" | "logger" | "counters">, requestId: string): DecodeContext {
+  return {requestId, maxTokensCap: deps.config.maxTokensCap, strictTools: deps.config.strictTools, logger: deps.logger, counters: deps.counters};
 }

@@ -1,7 +1,6 @@
 // What route handlers may use. Built once in app.ts (the composition root) and handed to every route module.
 
 import type {Config} from "../config/config.ts";
-import type {SchemaCache} from "../grammar/index.ts";
 import type {Logger} from "../observability/log.ts";
 import type {Counters} from "../observability/counters.ts";
 import type {ServerStats} from "../observability/server-stats.ts";
@@ -16,8 +15,6 @@ export interface ServerDeps {
   config: Config;
   /** The model every generation route serves (side models are in `side`). */
   main: ModelHandle;
-  /** Compiled JSON schemas, shared by every route that takes one. */
-  schemas: SchemaCache;
   counters: Counters;
   /** Per-request sums for /metrics. */
   stats: ServerStats;

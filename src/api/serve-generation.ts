@@ -139,7 +139,7 @@ export async function serveGeneration<Body>(deps: ServerDeps, model: ModelHandle
     stopRunning?.();
     const phases = run?.summary.stats.phases ?? null;
     deps.stats.recordFinished({route: opts.route, status, timings, phases,
-      structured: genRequest.grammar !== null || (genRequest.tools?.tools.some((t) => t.strict && t.enforced) ?? false)});
+      structured: genRequest.responseFormat !== null || (genRequest.tools?.tools.some((t) => t.strict && t.enforced) ?? false)});
     const st = model.engine.status();
     logRequest(deps.logger, {
       requestId,

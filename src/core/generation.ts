@@ -36,6 +36,9 @@ export type PromptSpec =
   | {kind: "text"; text: string}
   | {kind: "tokens"; tokens: number[]};
 
+/** A structured answer: any JSON object, or JSON following a schema. */
+export type ResponseFormat = {kind: "json_object"} | {kind: "json_schema"; schema: unknown};
+
 /** A function tool offered to the model (OpenAI `tools[].function`, or the other routes' equivalents). */
 export interface ToolDefinition {
   name: string;
@@ -85,10 +88,11 @@ export interface GenerationRequest {
   wantProgress: boolean;
   /** Log probability of each generated token under the model's own distribution, with `top` alternatives. */
   logprobs: {top: number} | null;
-  /** A compiled JSON schema (GBNF) the answer must follow; null = free text. */
-  grammar: {gbnf: string; key: string} | null;
-  /** The schema's root is an object (only then may a tool call or a preamble come first). */
-  grammarRootObject?: boolean;
+  /**
+   * The answer must be JSON: any object, or one following a schema (carried as the client sent it; the pipeline
+   * compiles it beside the tool grammars). `field` is how the route names it in a refusal. null = free text.
+   */
+  responseFormat: {format: ResponseFormat; field: string} | null;
   /**
    * Thinking tokens allowed before the pipeline closes the reasoning block itself (the Messages-style
    * route's `thinking.budget_tokens`); null or absent = no limit beyond max_tokens.

@@ -19,6 +19,7 @@ import {ReplyShaper, type ReplyRecord} from "./reply-shaper.ts";
 import {callSyntaxOf, familyOf, planReply, type ReplyPlan} from "./reply-plan.ts";
 import {ReplySteering} from "./steering.ts";
 import {StopMatcher} from "./stop-strings.ts";
+import {compileResponseFormat, type StructuredOutput} from "./response-format.ts";
 
 export interface PipelineOptions {
   queueTimeoutMs: number;
@@ -28,6 +29,8 @@ export interface PipelineOptions {
   schemaEscape: boolean;
   /** SVC_MAX_TOOL_CALLS: a reply ends when this many of its calls have closed. */
   maxToolCalls: number;
+  /** The compiled-schema cache and SVC_GRAMMAR, for the requests' response formats. */
+  structured: StructuredOutput;
 }
 
 export interface RunSummary {
@@ -198,15 +201,17 @@ export class GenerationPipeline {
 
   /** Renders and checks the prompt, then waits for a region. Throws ApiError (400) or the engine's errors (busy, cancelled). */
   async start(req: GenerationRequest, transport: RequestTransport): Promise<GenerationRun> {
+    // First, as when the decoders compiled it: a refused schema is the request's first 400.
+    const answerGrammar = compileResponseFormat(req.responseFormat, this.opts.structured);
     const prompt = this.prompt(req);
     const maxTokens = this.fitBudget(prompt.tokens.length, req.maxTokens, req.promptField);
     const plan = planReply(req, {template: this.template, promptText: prompt.text, budget: maxTokens, schemaEscape: this.opts.schemaEscape,
       maxToolCalls: this.opts.maxToolCalls,
-      braceToken: this.braceToken});
-    if (req.grammar) {
+      braceToken: this.braceToken, answerGrammar});
+    if (answerGrammar) {
       // Loaded before the region is taken, whether it binds from the first token or later (plan.grammar is it
       // or null). A grammar the engine rejects is our compiler's fault, so a 500 that says so.
-      await this.engine.prepareGrammar(req.grammar).catch((err: Error) => {
+      await this.engine.prepareGrammar({gbnf: answerGrammar.gbnf, key: answerGrammar.key}).catch((err: Error) => {
         throw new ApiError("server_error", `internal error: the engine rejected the grammar compiled from this schema (${err.message})`);
       });
     }
@@ -269,11 +274,15 @@ export class GenerationPipeline {
   private readonly replyTokens = (text: string): readonly number[] | undefined => this.spelled.get(text);
 
   countPromptTokens(req: GenerationRequest): number {
+    // A request this pipeline would refuse for its schema is refused when counted too (as before the schema
+    // was compiled here rather than in the decoders).
+    compileResponseFormat(req.responseFormat, this.opts.structured);
     return this.prompt(req).tokens.length;
   }
 
   /** The exact text the model would see for this request (POST /apply-template); null for a token prompt. */
   promptText(req: GenerationRequest): string | null {
+    compileResponseFormat(req.responseFormat, this.opts.structured);
     return this.prompt(req).text;
   }
 

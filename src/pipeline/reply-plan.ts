@@ -2,6 +2,7 @@
 // the schema: how the text is parsed (reasoning, content, tool calls in the model's own syntax) and
 // whether the reply needs steering (grammars that bind part-way through) or one grammar from the start.
 
+import type {CompiledFormat} from "./response-format.ts";
 import type {CallSyntax} from "../core/call-syntax.ts";
 import type {GenerationRequest, ToolsRequest} from "../core/generation.ts";
 import type {GrammarRef} from "../engine/index.ts";
@@ -44,6 +45,8 @@ export interface PlanContext {
   braceToken: number;
   /** SVC_MAX_TOOL_CALLS */
   maxToolCalls: number;
+  /** The request's response format, compiled (response-format.ts); null = free text. */
+  answerGrammar: CompiledFormat | null;
 }
 
 /** The family whose syntax the replies are read in (the generic family without a template). */
@@ -92,13 +95,14 @@ export function planReply(req: GenerationRequest, ctx: PlanContext): ReplyPlan {
   const enforceCalls = callsOffered && (choice === "required" || choice === "named" || tools!.tools.some((t) => t.enforced));
   const grammars = enforceCalls ? createToolCallGrammars(calls!.generic ? null : calls!.syntax, tools!) : null;
   // A JSON answer binds after whatever the family writes before an answer (gpt-oss: the final channel's header).
-  const schema = req.grammar && family.answerLeadIn && chat !== null ? withAnswerPrefix(req.grammar, family.answerLeadIn) : req.grammar;
+  const compiled = ctx.answerGrammar && {gbnf: ctx.answerGrammar.gbnf, key: ctx.answerGrammar.key};
+  const schema = compiled && family.answerLeadIn && chat !== null ? withAnswerPrefix(compiled, family.answerLeadIn) : compiled;
 
   let answer: SteeringPlan["answer"];
   if (callsOffered && (choice === "required" || choice === "named")) answer = {kind: "call"};
   else if (schema) {
     // The free preamble before a JSON answer is read as text, which harmony replies are not.
-    const escape = callsOffered && ctx.schemaEscape && req.grammarRootObject === true && !harmony;
+    const escape = callsOffered && ctx.schemaEscape && ctx.answerGrammar?.rootObject === true && !harmony;
     answer = {kind: "schema", grammar: schema, escape: escape ? {budget: ctx.budget, braceToken: ctx.braceToken} : null};
   } else answer = {kind: "free"};
 

@@ -7,6 +7,7 @@ import {createApp, type App} from "../../src/app.ts";
 import {loadConfig, type Config} from "../../src/config/config.ts";
 import {createLogger, createMemoryLogger, type Logger} from "../../src/observability/log.ts";
 import {buildModelHandle} from "../../src/pipeline/model-handle.ts";
+import {SchemaCache} from "../../src/grammar/index.ts";
 import {HandleRegistry} from "../../src/sessions/handles.ts";
 import {loadChatTemplate, readTemplateFile} from "../../src/load-models.ts";
 import {EngineDouble, type EngineDoubleOptions, type Script} from "./engine-double.ts";
@@ -75,7 +76,7 @@ export async function startInProcessApp(opts: InProcessOptions = {}): Promise<In
     template,
     sessions,
     pipeline: {queueTimeoutMs: config.queueTimeout * 1000, maxTokensDefault: config.maxTokensDefault, schemaEscape: config.schemaEscape,
-      maxToolCalls: config.maxToolCalls},
+      maxToolCalls: config.maxToolCalls, structured: {schemas: new SchemaCache(), enabled: config.grammar}},
     logger,
   });
   const app = await createApp(config, {main, side: null}, logger);

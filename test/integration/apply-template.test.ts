@@ -107,6 +107,9 @@ describe("POST /apply-template over the GGUF's template", () => {
       [{messages: [user("hi")], chat_template_kwargs: {enable_thinking: "yes"}}, "chat_template_kwargs.enable_thinking", /must be a boolean/],
       [{messages: [user("hi")], continue_final_message: true, add_generation_prompt: false}, "continue_final_message", /last message to be from the assistant/],
       [{messages: [user("hi")], reasoning_effort: "extreme"}, "reasoning_effort", /^reasoning_effort: /],
+      // Compiled in the pipeline, refused there as on the chat route.
+      [{messages: [user("hi")], response_format: {type: "json_schema", json_schema: {name: "x", schema: {type: "string", pattern: "^a"}}}},
+        "response_format.json_schema.schema", /"pattern"/],
     ];
     for (const [body, param, message] of cases) {
       const res = await server.post("/apply-template", body);

@@ -105,6 +105,10 @@ describe("Messages: Anthropic's overflow wording and request_id", () => {
     // count_tokens: its own id on the header, repeated in the body.
     const count = anthropicError(await server.post("/v1/messages/count_tokens", {model: "m", messages: []}, auth), 400, "invalid_request_error");
     assert.match(count.requestId, /^count_/);
+    // A schema the pipeline refuses is refused when counted too, naming the Messages field.
+    const schema = anthropicError(await server.post("/v1/messages/count_tokens", {model: "m", messages: [{role: "user", content: "Hi"}],
+      output_config: {format: {type: "json_schema", schema: {type: "string", pattern: "a+"}}}}, auth), 400, "invalid_request_error");
+    assert.match(schema.message, /^output_config\.format\.schema: .*pattern/);
     // Ids are per request.
     const again = anthropicError(await server.post("/v1/messages", {model: "m", messages: [{role: "user", content: "Hi"}]}, auth), 400, "invalid_request_error");
     assert.notEqual(again.requestId, decode.requestId);

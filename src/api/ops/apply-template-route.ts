@@ -14,8 +14,6 @@ export function registerApplyTemplateRoute(app: FastifyInstance, deps: ServerDep
     const ctx: ChatDecodeContext = {
       requestId: `tmpl-${randomBytes(12).toString("hex")}`,
       maxTokensCap: deps.config.maxTokensCap,
-      schemas: deps.schemas,
-      grammarEnabled: deps.config.grammar,
       strictTools: deps.config.strictTools,
       logger: deps.logger,
       // Nothing is served: a strict tool that would run unenforced is not counted in /health and /metrics.

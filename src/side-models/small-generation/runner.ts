@@ -6,6 +6,7 @@
 import {LlamaEngine, nativeJinja, type Engine} from "../../engine/index.ts";
 import {resolveModel} from "../../models/resolve.ts";
 import {GenerationPipeline} from "../../pipeline/generate.ts";
+import {SchemaCache} from "../../grammar/index.ts";
 import type {ModelHandle} from "../../pipeline/model-handle.ts";
 import {ChatTemplate, TemplateRenderError} from "../../templates/chat-template.ts";
 import type {Logger} from "../../observability/log.ts";
@@ -78,6 +79,8 @@ export class SmallGenerationRunner implements SideRunner {
         maxTokensDefault: SMALL_GENERATION_LIMITS.defaultMaxTokens,
         schemaEscape: false,
         maxToolCalls: opts.maxToolCalls,
+        // Text only: the chat route refuses a response format for this model before it reaches the pipeline.
+        structured: {schemas: new SchemaCache(), enabled: false},
       }, opts.logger, null),
       template: this.template,
       sessions: null,

@@ -5,7 +5,6 @@ import type {GenerationRequest} from "../../../core/generation.ts";
 import type {TemplateMessage} from "../../../core/messages.ts";
 import {decodeSampling, decodeStops, resolveBudget} from "../../fields/common.ts";
 import {resolveLogprobs} from "../../fields/logprobs.ts";
-import {compileFormat} from "../../fields/response-format.ts";
 import {decodeTools, type ToolInput} from "../../fields/tools.ts";
 import {parseBody} from "../../fields/validate.ts";
 import type {DecodeContext} from "../../decode-context.ts";
@@ -96,9 +95,9 @@ export function decodeChat(raw: unknown, ctx: ChatDecodeContext, rules: ChatMode
   const sampling = decodeSampling(body, rules.samplingDefaults);
   const logprobs = resolveLogprobs({wanted: body.logprobs ?? false, top: body.top_logprobs ?? 0, field: "logprobs", topField: "top_logprobs",
     stream, budget: maxTokens, temperature: sampling.temperature, hasSchema});
-  const grammar = compileFormat(
-    !rf || rf.type === "text" ? {kind: "text"} : rf.type === "json_object" ? {kind: "json_object"} : {kind: "json_schema", schema: rf.json_schema.schema},
-    {schemas: ctx.schemas, enabled: ctx.grammarEnabled, field: rf?.type === "json_schema" ? "response_format.json_schema.schema" : "response_format"});
+  const responseFormat: GenerationRequest["responseFormat"] = !rf || rf.type === "text" ? null
+    : rf.type === "json_object" ? {format: {kind: "json_object"}, field: "response_format"}
+    : {format: {kind: "json_schema", schema: rf.json_schema.schema}, field: "response_format.json_schema.schema"};
   const tools = decodeTools(toolInputs(body.tools), body.tool_choice, body.parallel_tool_calls, {choice: "tool_choice", parallel: "parallel_tool_calls"}, {
     strictEnabled: ctx.strictTools,
     requestReasons: logprobs ? ["the request asks for logprobs"] : [],
@@ -150,8 +149,7 @@ export function decodeChat(raw: unknown, ctx: ChatDecodeContext, rules: ChatMode
     stopTokenIds: body.stop_token_ids ?? [],
     wantProgress: stream && (body.return_progress ?? false),
     logprobs,
-    grammar: grammar && {gbnf: grammar.gbnf, key: grammar.key},
-    grammarRootObject: grammar?.rootObject ?? false,
+    responseFormat,
     tools,
   };
   return {body, request, stream, includeUsage: stream && (body.stream_options?.include_usage ?? false)};

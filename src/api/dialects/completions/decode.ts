@@ -45,7 +45,7 @@ export function decodeCompletion(raw: unknown, ctx: Pick<DecodeContext, "maxToke
     stopTokenIds: body.stop_token_ids ?? [],
     wantProgress: stream && (body.return_progress ?? false),
     logprobs,
-    grammar: null,
+    responseFormat: null,
   };
   return {body, request, stream, includeUsage: stream && (body.stream_options?.include_usage ?? false)};
 }

@@ -15,7 +15,6 @@ import type {IncomingHttpHeaders} from "node:http";
 import {invalidField, invalidRequest} from "../../../core/errors.ts";
 import type {GenerationRequest} from "../../../core/generation.ts";
 import {decodeSampling, decodeStops, resolveBudget} from "../../fields/common.ts";
-import {compileFormat} from "../../fields/response-format.ts";
 import {decodeTools, type ToolInput} from "../../fields/tools.ts";
 import {parseBody} from "../../fields/validate.ts";
 import type {DecodeContext} from "../../decode-context.ts";
@@ -158,8 +157,9 @@ export function decodeMessages(raw: unknown, ctx: MessagesDecodeContext, mode: M
   }
   const thinking = decodeThinking(body);
   const format = body.output_config?.format ?? body.output_format ?? undefined;
-  const grammar = compileFormat(format ? {kind: "json_schema", schema: format.schema} : {kind: "text"}, {
-    schemas: ctx.schemas, enabled: ctx.grammarEnabled, field: body.output_config?.format ? "output_config.format.schema" : "output_format.schema"});
+  const responseFormat: GenerationRequest["responseFormat"] = format
+    ? {format: {kind: "json_schema", schema: format.schema}, field: body.output_config?.format ? "output_config.format.schema" : "output_format.schema"}
+    : null;
 
   const inputs = splitTools(body, ctx);
   const {choice, parallel} = choiceOf(body, inputs);
@@ -190,8 +190,7 @@ export function decodeMessages(raw: unknown, ctx: MessagesDecodeContext, mode: M
     stopTokenIds: [],
     wantProgress: false,
     logprobs: null,
-    grammar: grammar && {gbnf: grammar.gbnf, key: grammar.key},
-    grammarRootObject: grammar?.rootObject ?? false,
+    responseFormat,
     reasoningBudget: thinking.budget,
     tools,
   };

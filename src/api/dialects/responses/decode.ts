@@ -4,7 +4,6 @@
 import {invalidField} from "../../../core/errors.ts";
 import type {GenerationRequest} from "../../../core/generation.ts";
 import {decodeSampling, resolveBudget} from "../../fields/common.ts";
-import {compileFormat, type FormatAsk} from "../../fields/response-format.ts";
 import {decodeTools} from "../../fields/tools.ts";
 import {parseBody} from "../../fields/validate.ts";
 import type {DecodeContext} from "../../decode-context.ts";
@@ -26,11 +25,11 @@ export interface DecodedResponses {
 
 const NO_STORE = "there is no response store on this server, so earlier responses cannot be looked up; send the whole conversation in input on every request";
 
-function formatAsk(body: ResponsesRequestBody): {ask: FormatAsk; field: string} {
+function responseFormat(body: ResponsesRequestBody): GenerationRequest["responseFormat"] {
   const f = body.text?.format;
-  if (!f || f.type === "text") return {ask: {kind: "text"}, field: "text.format"};
-  if (f.type === "json_object") return {ask: {kind: "json_object"}, field: "text.format"};
-  return {ask: {kind: "json_schema", schema: f.schema}, field: "text.format.schema"};
+  if (!f || f.type === "text") return null;
+  if (f.type === "json_object") return {format: {kind: "json_object"}, field: "text.format"};
+  return {format: {kind: "json_schema", schema: f.schema}, field: "text.format.schema"};
 }
 
 export function decodeResponses(raw: unknown, ctx: ResponsesDecodeContext): DecodedResponses {
@@ -51,8 +50,6 @@ export function decodeResponses(raw: unknown, ctx: ResponsesDecodeContext): Deco
   const stream = body.stream ?? false;
   const maxTokens = resolveBudget(body, ctx.maxTokensCap, "refuse");
   const sampling = decodeSampling(body);
-  const {ask, field} = formatAsk(body);
-  const grammar = compileFormat(ask, {schemas: ctx.schemas, enabled: ctx.grammarEnabled, field});
 
   const rt = responsesTools(body.tools, body.tool_choice, {logger: ctx.logger, requestId: ctx.requestId});
   const decoded = decodeTools(rt.inputs, rt.choice, body.parallel_tool_calls, {choice: "tool_choice", parallel: "parallel_tool_calls"}, {
@@ -91,8 +88,7 @@ export function decodeResponses(raw: unknown, ctx: ResponsesDecodeContext): Deco
     stopTokenIds: [],
     wantProgress: false,
     logprobs: null,
-    grammar: grammar && {gbnf: grammar.gbnf, key: grammar.key},
-    grammarRootObject: grammar?.rootObject ?? false,
+    responseFormat: responseFormat(body),
     tools,
   };
   const summary = (body.reasoning?.summary ?? body.reasoning?.generate_summary ?? null) !== null;

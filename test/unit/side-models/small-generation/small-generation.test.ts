@@ -18,8 +18,7 @@ import {gatedRun} from "../../../../src/side-models/small-generation/gated-engin
 import {checkSmallPrompt, SMALL_GENERATION_LIMITS} from "../../../../src/side-models/small-generation/limits.ts";
 import {apiErrorOf} from "../../../fixtures/api-error.ts";
 
-const ctx = {requestId: "req-1", maxTokensCap: 65_536, schemas: new SchemaCache(), grammarEnabled: true,
-  strictTools: true, logger: createMemoryLogger(), counters: newCounters()};
+const ctx = {requestId: "req-1", maxTokensCap: 65_536, strictTools: true, logger: createMemoryLogger(), counters: newCounters()};
 const M = "nx3.5-2b";
 /** The chat dialect's decode with the small model's rules, as the chat route runs it for this id. */
 const decodeSmallGeneration = (model: string, body: unknown, c: typeof ctx) => decodeChat(body, c, smallGenerationRules(model));
@@ -64,7 +63,7 @@ describe("small generation decode: text only, thinking off", () => {
       {reasoning_effort: "none"}, {chat_template_kwargs: {enable_thinking: false}}, {guard: false}]) {
       const d = decodeSmallGeneration(M, {...base, ...extra}, ctx);
       assert.equal(d.request.prompt.kind === "chat" && d.request.prompt.enableThinking, false, JSON.stringify(extra));
-      assert.equal(d.request.grammar, null);
+      assert.equal(d.request.responseFormat, null);
       assert.equal(d.request.logprobs, null);
     }
   });

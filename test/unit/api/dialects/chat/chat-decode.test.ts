@@ -10,8 +10,9 @@ import {apiErrorOf} from "../../../../fixtures/api-error.ts";
 import {decodeChat} from "../../../../../src/api/dialects/chat/decode.ts";
 import {SchemaCache} from "../../../../../src/grammar/index.ts";
 import {decodeCompletion} from "../../../../../src/api/dialects/completions/decode.ts";
+import {compileResponseFormat} from "../../../../../src/pipeline/response-format.ts";
 
-const ctx = {requestId: "req-1", maxTokensCap: 100, schemas: new SchemaCache(), grammarEnabled: true, strictTools: true, logger: createMemoryLogger(), counters: newCounters()};
+const ctx = {requestId: "req-1", maxTokensCap: 100, strictTools: true, logger: createMemoryLogger(), counters: newCounters()};
 const user = (content: unknown) => ({role: "user", content});
 
 function refusedChat(body: unknown): ApiError {
@@ -98,15 +99,23 @@ describe("decodeChat: features not served", () => {
     assert.equal(decodeChat({messages: [user("hi")], logprobs: false}, ctx).request.logprobs, null);
   });
 
-  test("response_format: json_schema and json_object compile to a grammar; text is free; off with SVC_GRAMMAR=0", () => {
-    const schema = decodeChat({messages: [user("hi")], response_format: {type: "json_schema", json_schema: {name: "x", schema: {type: "object", properties: {a: {type: "integer"}}}}}}, ctx);
-    assert.match(schema.request.grammar!.gbnf, /root ::=/);
-    assert.match(schema.request.grammar!.key, /^[0-9a-f]{64}$/);
-    assert.match(decodeChat({messages: [user("hi")], response_format: {type: "json_object"}}, ctx).request.grammar!.gbnf, /root ::=/);
-    assert.equal(decodeChat({messages: [user("hi")], response_format: {type: "text"}}, ctx).request.grammar, null);
-    const off = apiErrorOf(() => decodeChat({messages: [user("hi")], response_format: {type: "json_object"}}, {...ctx, grammarEnabled: false}));
+  test("response_format: json_schema and json_object compile to a grammar (in the pipeline); text is free; off with SVC_GRAMMAR=0", () => {
+    const on = {schemas: new SchemaCache(), enabled: true};
+    const format = (rf: unknown) => decodeChat({messages: [user("hi")], response_format: rf}, ctx).request.responseFormat;
+    const object = {type: "object", properties: {a: {type: "integer"}}};
+    // Carried as the client sent it, with the field a refusal names.
+    const schema = format({type: "json_schema", json_schema: {name: "x", schema: object}});
+    assert.deepEqual(schema, {format: {kind: "json_schema", schema: object}, field: "response_format.json_schema.schema"});
+    const compiled = compileResponseFormat(schema, on)!;
+    assert.match(compiled.gbnf, /root ::=/);
+    assert.match(compiled.key, /^[0-9a-f]{64}$/);
+    assert.equal(compiled.rootObject, true);
+    assert.match(compileResponseFormat(format({type: "json_object"}), on)!.gbnf, /root ::=/);
+    assert.equal(format({type: "text"}), null);
+    const off = apiErrorOf(() => compileResponseFormat(format({type: "json_object"}), {...on, enabled: false}));
     assert.equal(off.message, "response_format: structured output is turned off on this server (SVC_GRAMMAR=0)");
-    const bad = refusedChat({messages: [user("hi")], response_format: {type: "json_schema", json_schema: {name: "x", schema: {type: "string", pattern: "^a"}}}});
+    const bad = apiErrorOf(() => compileResponseFormat(format({type: "json_schema", json_schema: {name: "x", schema: {type: "string", pattern: "^a"}}}), on));
+    assert.equal(bad.status, 400);
     assert.equal(bad.param, "response_format.json_schema.schema");
     assert.match(bad.message, /^response_format\.json_schema\.schema: .*"pattern"/);
   });
@@ -255,8 +264,7 @@ describe("decodeChat: the request", () => {
       stopTokenIds: [],
       wantProgress: false,
       logprobs: null,
-      grammar: null,
-      grammarRootObject: false,
+      responseFormat: null,
       tools: null,
     });
   });

@@ -8,14 +8,14 @@ import {decodeMessages, LogOnce, type MessagesDecodeContext} from "../../../../.
 import {signReasoning} from "../../../../../src/api/dialects/messages/signature.ts";
 import {callIdOf, toolUseId} from "../../../../../src/api/dialects/messages/tool-use-ids.ts";
 import {SchemaCache} from "../../../../../src/grammar/index.ts";
+import {compileResponseFormat} from "../../../../../src/pipeline/response-format.ts";
 import {newCounters} from "../../../../../src/observability/counters.ts";
 import {createMemoryLogger} from "../../../../../src/observability/log.ts";
 import {apiErrorOf} from "../../../../fixtures/api-error.ts";
 
 function context(headers: Record<string, string> = {}): MessagesDecodeContext & {logger: ReturnType<typeof createMemoryLogger>} {
   const logger = createMemoryLogger();
-  return {requestId: "msg_1", maxTokensCap: 100, schemas: new SchemaCache(), grammarEnabled: true,
-    strictTools: true, logger, counters: newCounters(), headers, notes: new LogOnce(logger)};
+  return {requestId: "msg_1", maxTokensCap: 100, strictTools: true, logger, counters: newCounters(), headers, notes: new LogOnce(logger)};
 }
 
 const user = (content: unknown) => ({role: "user", content});
@@ -120,8 +120,12 @@ describe("decodeMessages: thinking, effort, budget", () => {
       output_config: {format: {type: "json_schema", schema: {type: "object", properties: {a: {type: "string"}}, required: ["a"]}}}})).request;
     assert.deepEqual(r.stop, ["END"]);
     assert.deepEqual([r.sampling.temperature, r.sampling.topK, r.sampling.topP], [0, 5, 0.5]);
-    assert.ok(r.grammar && r.grammarRootObject);
-    const bad = refused(body({output_config: {format: {type: "json_schema", schema: {type: "string", pattern: "a+"}}}}));
+    const on = {schemas: new SchemaCache(), enabled: true};
+    assert.equal(compileResponseFormat(r.responseFormat, on)?.rootObject, true);
+    // The pipeline compiles it; its refusal names the Messages field.
+    const bad = apiErrorOf(() => compileResponseFormat(decode(body({output_config: {format: {type: "json_schema", schema: {type: "string",
+      pattern: "a+"}}}})).request.responseFormat, on));
+    assert.equal(bad.status, 400);
     assert.match(bad.message, /^output_config\.format\.schema: .*pattern/);
   });
 });

@@ -7,13 +7,13 @@ import {describe, test} from "node:test";
 import type {ApiError} from "../../../../../src/core/errors.ts";
 import {decodeResponses} from "../../../../../src/api/dialects/responses/decode.ts";
 import {SchemaCache} from "../../../../../src/grammar/index.ts";
+import {compileResponseFormat} from "../../../../../src/pipeline/response-format.ts";
 import {newCounters} from "../../../../../src/observability/counters.ts";
 import {createMemoryLogger} from "../../../../../src/observability/log.ts";
 import {apiErrorOf} from "../../../../fixtures/api-error.ts";
 
 const logger = createMemoryLogger();
-const ctx = {requestId: "resp_1", maxTokensCap: 100, schemas: new SchemaCache(), grammarEnabled: true,
-  strictTools: true, logger, counters: newCounters()};
+const ctx = {requestId: "resp_1", maxTokensCap: 100, strictTools: true, logger, counters: newCounters()};
 
 const decode = (body: object) => decodeResponses(body, ctx);
 function prompt(body: object) {
@@ -112,7 +112,7 @@ describe("decodeResponses: input items", () => {
   test("ignored fields are accepted", () => {
     const d = decode({input: "x", store: true, include: ["reasoning.encrypted_content"], prompt_cache_key: "k", metadata: {a: "b"}, user: "u",
       truncation: "auto", service_tier: "flex", text: {verbosity: "low"}, safety_identifier: "s"});
-    assert.equal(d.request.grammar, null);
+    assert.equal(d.request.responseFormat, null);
   });
 });
 
@@ -164,13 +164,18 @@ describe("decodeResponses: tools and tool_choice", () => {
 });
 
 describe("decodeResponses: format, reasoning, budget", () => {
-  test("text.format json_schema and json_object compile a grammar; a refused keyword names the schema field", () => {
+  test("text.format json_schema and json_object compile a grammar (in the pipeline); a refused keyword names the schema field", () => {
+    const on = {schemas: new SchemaCache(), enabled: true};
     const d = decode({input: "x", text: {format: {type: "json_schema", name: "p", schema: {type: "object", properties: {a: {type: "string"}}, required: ["a"]}, strict: true}}});
-    assert.ok(d.request.grammar?.gbnf);
-    assert.equal(d.request.grammarRootObject, true);
-    assert.ok(decode({input: "x", text: {format: {type: "json_object"}}}).request.grammar);
-    assert.equal(decode({input: "x", text: {format: {type: "text"}}}).request.grammar, null);
-    refused({input: "x", text: {format: {type: "json_schema", name: "p", schema: {type: "string", pattern: "a+"}}}}, "text.format.schema", /pattern/);
+    const compiled = compileResponseFormat(d.request.responseFormat, on);
+    assert.ok(compiled?.gbnf);
+    assert.equal(compiled.rootObject, true);
+    assert.ok(compileResponseFormat(decode({input: "x", text: {format: {type: "json_object"}}}).request.responseFormat, on));
+    assert.equal(decode({input: "x", text: {format: {type: "text"}}}).request.responseFormat, null);
+    const bad = apiErrorOf(() => compileResponseFormat(decode({input: "x", text: {format: {type: "json_schema", name: "p", schema: {type: "string",
+      pattern: "a+"}}}}).request.responseFormat, on));
+    assert.deepEqual([bad.status, bad.param], [400, "text.format.schema"]);
+    assert.match(bad.message, /pattern/);
     refused({input: "x", text: {format: {type: "xml"}}}, "text.format");
   });
 

@@ -20,8 +20,7 @@ const usage = {promptTokens: 8, completionTokens: 9, cachedTokens: 3, reasoningT
 const done = (finishReason: "stop" | "length" | "tool_calls" = "stop"): GenerationEvent =>
   ({type: "done", finishReason, stoppedBy: null, usage, timings, logprobs: null});
 
-const ctx = {requestId: "resp_t", maxTokensCap: 100, schemas: new SchemaCache(), grammarEnabled: true,
-  strictTools: true, logger: createMemoryLogger(), counters: newCounters()};
+const ctx = {requestId: "resp_t", maxTokensCap: 100, strictTools: true, logger: createMemoryLogger(), counters: newCounters()};
 function shellFor(body: object): WireResponse {
   return responseShell({id: "resp_t", createdAt: 1700000000, model: "svc-test"}, decodeResponses({input: "x", ...body}, ctx));
 }
