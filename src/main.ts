@@ -5,6 +5,7 @@ import {loadModels} from "./load-models.ts";
 import {ConfigError, loadConfig} from "./config/config.ts";
 import {ModelSourceError} from "./models/resolve.ts";
 import {createLogger} from "./observability/log.ts";
+import {KEEPS_AT_SHUTDOWN_MS} from "./pipeline/model-handle.ts";
 
 async function main(): Promise<void> {
   let config;
@@ -53,7 +54,8 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     logger.info("shutting down", {signal});
-    const force = setTimeout(() => process.exit(0), 5000);
+    // Past the wait for answered keeps (KEEPS_AT_SHUTDOWN_MS), a close that hangs still ends the process.
+    const force = setTimeout(() => process.exit(0), KEEPS_AT_SHUTDOWN_MS + 5000);
     force.unref();
     await app.close().catch((err: Error) => logger.error("shutdown failed", {error: err.message}));
     process.exit(0);

@@ -37,6 +37,9 @@ export interface ModelHandle {
  * and a close that lets the engine finish first (the seals and keeps of replies already sent: a client was
  * told "accepted"; held conversations written to disk), then closes the handle index.
  */
+/** How long shutdown waits for the keeps of replies already answered (main.ts's forced exit comes after it). */
+export const KEEPS_AT_SHUTDOWN_MS = 20_000;
+
 export function buildModelHandle(opts: {identity: ModelIdentity; engine: Engine; template: ChatTemplate | null; sessions: HandleRegistry | null;
   pipeline: PipelineOptions; logger: Logger}): ModelHandle {
   const {identity, engine, template, sessions, logger} = opts;
@@ -48,6 +51,9 @@ export function buildModelHandle(opts: {identity: ModelIdentity; engine: Engine;
     template,
     sessions,
     close: async () => {
+      // A reply answered "X-Svc-Keep: accepted" is kept after the client has it: the keep (a seal and a state file)
+      // must finish before the engine goes away, or a restart would not find the handle.
+      await sessions?.keepsSettled(KEEPS_AT_SHUTDOWN_MS);
       await engine.close();
       await sessions?.close();
     },

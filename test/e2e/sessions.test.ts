@@ -446,4 +446,27 @@ describe("named sessions on a persistent SVC_CACHE_DIR", () => {
     const line = await requestLog(second, r2);
     assert.match(line, new RegExp(`cache=handle:${cached(r2)}\\b`), line);
   });
+
+  test("a keep answered \"accepted\" survives a SIGTERM sent the moment the reply ends: shutdown waits for it", async () => {
+    const own = await mkdtemp(join(tmpdir(), "svc-sessions-e2e-term-"));
+    try {
+      const first = await startServer({SVC_FORK: "1", SVC_CACHE_DIR: own, SVC_PARALLEL: "1"});
+      servers.push(first);
+      const m1 = ask("What is a harbour for?");
+      const r1 = await chat(first, m1, {"X-Svc-Keep": "term-1"});
+      ok(r1);
+      assert.equal(r1.headers.get("x-svc-keep"), "accepted");
+      // No wait for the keep's log line: the signal goes out as soon as the client has its reply.
+      await first.stop();
+      const second = await startServer({SVC_FORK: "1", SVC_CACHE_DIR: own, SVC_PARALLEL: "1"});
+      servers.push(second);
+      const h = (await handles(second)).data.find((x) => x.name === "term-1");
+      assert.ok(h, "term-1 is listed after the restart");
+      const r2 = await chat(second, followUp(m1, r1, "Are they busy?"), {"X-Svc-From": "term-1"});
+      ok(r2);
+      assert.equal(r2.headers.get("x-svc-from"), "used");
+    } finally {
+      await rm(own, {recursive: true, force: true});
+    }
+  });
 });
