@@ -41,7 +41,7 @@ export function buildModelRouter(deps: Omit<ServerDeps, "models" | "watchers">):
   };
 }
 
-/** The streaming guard, when side models are loaded (it needs a guard model to ask for). */
+/** The streaming guard. Always wired: without a guard model loaded, a request that asks for it gets its 400 here. */
 export function buildChatWatchers(deps: Omit<ServerDeps, "models" | "watchers">): ChatWatchers {
   return {
     open: (req: FastifyRequest, request: GenerationRequest, who): ChatWatcher | null =>
