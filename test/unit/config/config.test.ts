@@ -49,6 +49,10 @@ describe("defaults", () => {
       maxTokensCap: 65536,
       maxTokensDefault: 0,
       bodyLimitMb: 4,
+      headersTimeout: 10,
+      bodyTimeout: 60,
+      maxConnections: 1024,
+      shutdownGrace: 10,
       logLevel: "info",
       progress: "auto",
       cacheDir: undefined,
@@ -95,7 +99,7 @@ describe("defaults", () => {
       assert.deepEqual(c[key], defaults[key], `${s.name}: shown ${s.shown}`);
       checked++;
     }
-    assert.equal(checked, 36);
+    assert.equal(checked, 40);
   });
 
   test("settings shown as unset or computed default to undefined", () => {
@@ -267,6 +271,18 @@ describe("SVC_FLASH_ATTENTION and SVC_SPECULATION", () => {
   });
 });
 
+describe("slow-client limits and shutdown", () => {
+  test("the body deadline may equal the headers' but not be shorter; limits are refused at their edges", () => {
+    assert.equal(loadConfig({SVC_HEADERS_TIMEOUT_S: "5", SVC_BODY_TIMEOUT_S: "5"}).bodyTimeout, 5);
+    assert.deepEqual(problemsOf({SVC_HEADERS_TIMEOUT_S: "5", SVC_BODY_TIMEOUT_S: "4.9"}), ["SVC_BODY_TIMEOUT_S=4.9 is below SVC_HEADERS_TIMEOUT_S=5: " +
+      "the whole request cannot take less time than its headers (raise SVC_BODY_TIMEOUT_S or lower SVC_HEADERS_TIMEOUT_S)"]);
+    assert.deepEqual(problemsOf({SVC_MAX_CONNECTIONS: "0"}), ['SVC_MAX_CONNECTIONS="0": must be an integer from 1 to 1000000']);
+    assert.equal(loadConfig({SVC_SHUTDOWN_GRACE_S: "0"}).shutdownGrace, 0, "0: cancel at once");
+    assert.deepEqual(problemsOf({SVC_SHUTDOWN_GRACE_S: "-1"}), ['SVC_SHUTDOWN_GRACE_S="-1": must be a number of seconds from 0 to 3600']);
+    assert.deepEqual(problemsOf({SVC_HEADERS_TIMEOUT_S: "0.09"}), ['SVC_HEADERS_TIMEOUT_S="0.09": must be a number of seconds from 0.1 to 3600']);
+  });
+});
+
 describe("SVC_ENGINE_BUILD", () => {
   test("prebuilt by default; openmp chosen by name; anything else refused, naming the rule", () => {
     assert.equal(loadConfig({}).engineBuild, "prebuilt");
@@ -341,15 +357,16 @@ describe("home expansion", () => {
 describe("settings table", () => {
   test("one row per setting, in table order, with header", () => {
     const lines = settingsTableMarkdown().split("\n");
-    assert.equal(lines[0], "| Setting | Default | What it does |");
-    assert.equal(lines[1], "|---|---|---|");
+    assert.equal(lines[0], "| Setting | Flag | Default | What it does |");
+    assert.equal(lines[1], "|---|---|---|---|");
     assert.equal(lines.length, 2 + Object.keys(SETTINGS).length);
     assert.deepEqual(lines.slice(2).map((l) => /^\| `(SVC_[A-Z0-9_]+)` \|/.exec(l)?.[1]), Object.values(SETTINGS).map((s) => s.name));
   });
   test("port row and a side-model row are rendered exactly", () => {
     const lines = settingsTableMarkdown().split("\n");
-    assert.ok(lines.includes("| `SVC_PORT` | `8731` | Port to listen on (0 picks a free port and logs it). |"));
-    assert.ok(lines.includes("| `SVC_NPU_QUEUE` | `64` | Side-model passes that may wait on the executor. |"));
+    assert.ok(lines.includes("| `SVC_PORT` | `--port` | `8731` | Port to listen on (0 picks a free port and logs it). |"));
+    assert.ok(lines.includes("| `SVC_NPU_QUEUE` | `--npu-queue` | `64` | Side-model passes that may wait on the executor. |"));
+    assert.ok(lines.some((l) => l.startsWith("| `SVC_CTX_SIZE` | `-c` `--ctx-size` |")), "llama-server's spelling beside the long flag");
   });
   test("setting names are unique and all start with SVC_", () => {
     const names = Object.values(SETTINGS).map((s) => s.name);
