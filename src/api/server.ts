@@ -9,6 +9,10 @@ import {openAiErrorBody, toApiError} from "./error-body.ts";
 
 export interface ServerOptions {
   bodyLimitBytes: number;
+  /** Against slow clients: the headers, and the whole request, must arrive within these (SVC_HEADERS_TIMEOUT_S, SVC_BODY_TIMEOUT_S). */
+  timeouts?: {headersMs: number; requestMs: number};
+  /** Most open connections (SVC_MAX_CONNECTIONS). */
+  maxConnections?: number;
   apiKey?: string;
   logger: Logger;
 }
@@ -71,11 +75,17 @@ export function sendError(reply: FastifyReply, err: ApiError): void {
 }
 
 export function buildServer(opts: ServerOptions): FastifyInstance {
+  const timeouts = opts.timeouts ?? {headersMs: 10_000, requestMs: 60_000};
   const app = Fastify({
     logger: false,
     bodyLimit: opts.bodyLimitBytes,
     return503OnClosing: true,
+    // Node checks these deadlines on a timer (every 30 s by default): once a second, so a slow client is cut off
+    // close to its deadline. A request is handled only once its body is complete, so a slow one never holds a region.
+    requestTimeout: timeouts.requestMs,
+    http: {headersTimeout: timeouts.headersMs, requestTimeout: timeouts.requestMs, connectionsCheckingInterval: 1000},
   });
+  if (opts.maxConnections !== undefined) app.server.maxConnections = opts.maxConnections;
 
   // A body announced as too large is refused before parsing, but only after the client has finished
   // sending it: answering mid-upload and closing makes the client fail with EPIPE instead of reading 413.
