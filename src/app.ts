@@ -31,8 +31,18 @@ export const VERSION: string = JSON.parse(readFileSync(new URL("../package.json"
 export interface App {
   server: FastifyInstance;
   deps: ServerDeps;
-  close(): Promise<void>;
+  /**
+   * Stops the server: no new connections; requests in flight get `graceMs` (default: none) to finish, then the
+   * generations still running are cancelled (503 `server_shutting_down`, a stream's final error event); then the
+   * side models' children stop and the main model finishes what answered replies owe (keeps, held conversations
+   * to the disk tier). `cutShort()` during the wait ends the grace at once (a second signal).
+   */
+  close(opts?: {graceMs?: number; logger?: Logger}): Promise<void>;
+  cutShort(): void;
 }
+
+/** After the grace, how long cancelled requests get to send their last words before their connections are cut. */
+const CANCELLED_CLOSE_MS = 5000;
 
 /**
  * Wires the routes around the models it is given: main.ts hands it the real handles (load-models.ts); tests
@@ -42,6 +52,8 @@ export async function createApp(config: Config, models: {main: ModelHandle; side
   const {main} = models;
   const side = models.side ?? null;
   const engine = main.engine;
+  const shutdown = new AbortController();
+  let endGrace: () => void = () => undefined;
   const base = {
     config,
     main,
@@ -52,9 +64,11 @@ export async function createApp(config: Config, models: {main: ModelHandle; side
     side,
     version: VERSION,
     startedAt: new Date(),
+    shutdown: shutdown.signal,
   };
   const deps: ServerDeps = {...base, models: buildModelRouter(base), watchers: buildChatWatchers(base)};
-  const server = buildServer({bodyLimitBytes: Math.floor(config.bodyLimitMb * 1024 * 1024), apiKey: config.apiKey, logger});
+  const server = buildServer({bodyLimitBytes: Math.floor(config.bodyLimitMb * 1024 * 1024), apiKey: config.apiKey, logger,
+    timeouts: {headersMs: config.headersTimeout * 1000, requestMs: config.bodyTimeout * 1000}, maxConnections: config.maxConnections});
   // First, so its onRoute hook sees every route registered below.
   installOpenApi(server, {version: VERSION, keyed: Boolean(config.apiKey), maxTokensCap: config.maxTokensCap, logger});
   registerChatRoutes(server, deps);
@@ -82,10 +96,30 @@ export async function createApp(config: Config, models: {main: ModelHandle; side
   return {
     server,
     deps,
-    close: async () => {
-      await server.close();
+    close: async (opts = {}) => {
+      // Stops listening at once; answers 503 to a request that still arrives on a kept-alive connection; resolves
+      // when every connection has ended.
+      const closed = server.close();
+      // Node closes the connections idle at this moment; one whose reply ends later would stay open for its keep-alive
+      // time (72 s) and hold the shutdown that long, so idle connections are closed as they appear.
+      const closeIdle = setInterval(() => server.server.closeIdleConnections(), 100);
+      const graceOver = new Promise<void>((resolve) => {
+        endGrace = resolve;
+        if (opts.graceMs !== undefined) setTimeout(resolve, opts.graceMs).unref();
+        else resolve();
+      });
+      const finished = await Promise.race([closed.then(() => true), graceOver.then(() => false)]);
+      if (!finished) {
+        opts.logger?.info("shutdown grace over: cancelling the requests still in flight", {running: deps.stats.processing});
+        shutdown.abort();
+        const cut = setTimeout(() => server.server.closeAllConnections(), CANCELLED_CLOSE_MS);
+        await closed;
+        clearTimeout(cut);
+      }
+      clearInterval(closeIdle);
       await side?.close();
       await main.close();
     },
+    cutShort: () => endGrace(),
   };
 }

@@ -26,6 +26,20 @@ export interface RunningServer {
   waitForLog(re: RegExp, timeoutMs?: number): Promise<string>;
 }
 
+/** A server of a test's own: its process, for tests of signals and exit codes. */
+export interface OwnServer extends RunningServer {
+  /** The started process (for `npm start`, npm itself). */
+  process: ChildProcess;
+  /** The exit code, once the started process has exited (null when a signal ended it). */
+  exited: Promise<number | null>;
+}
+
+/** How a server is started: by default `node --import tsx src/main.ts`, as the tests run it from source. */
+export interface Launch {
+  command: string;
+  args: string[];
+}
+
 export function serverEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   const base: NodeJS.ProcessEnv = {...process.env};
   delete base.TEST_SERVER_POOL;
@@ -95,11 +109,12 @@ export async function withModel(env: Record<string, string>): Promise<Record<str
 }
 
 /** A server of this file's own, stopped by `stop()`; for tests that need a fresh server's state or settings of their own. */
-export async function startServer(settings: Record<string, string> = {}, timeoutMs = 180_000): Promise<RunningServer> {
+export async function startServer(settings: Record<string, string> = {}, timeoutMs = 180_000,
+  launch: Launch = {command: process.execPath, args: ["--import", "tsx", "src/main.ts"]}): Promise<OwnServer> {
   const startedAt = performance.now();
   const env = await withModel(settings);
   const remote = await remoteEnv(env.SVC_MODEL);
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+  const child = spawn(launch.command, launch.args, {
     cwd: ROOT,
     env: serverEnv({...remote, ...env}),
     stdio: ["ignore", "pipe", "pipe"],
@@ -177,6 +192,8 @@ export async function startServer(settings: Record<string, string> = {}, timeout
     logs,
     client: clientFor(url, env),
     waitForLog,
+    process: child,
+    exited,
     stop: async () => {
       if (child.exitCode !== null) return;
       child.kill("SIGTERM");

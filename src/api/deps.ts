@@ -29,4 +29,9 @@ export interface ServerDeps {
   watchers: ChatWatchers;
   version: string;
   startedAt: Date;
+  /**
+   * Fires when shutdown's grace (SVC_SHUTDOWN_GRACE_S) is over: generations still running are cancelled and answered
+   * 503 `server_shutting_down` (a stream gets it as its final error event).
+   */
+  shutdown: AbortSignal;
 }

@@ -75,13 +75,19 @@ export async function serveGeneration<Body>(deps: ServerDeps, model: ModelHandle
   let error: string | undefined;
   let stopRunning: (() => void) | null = null;
   const {requestId} = opts.transport;
+  // A cancellation is the client's hang-up, unless the server's shutdown grace ran out first: then it is a 503.
+  const errorOf = (err: unknown): ApiError => deps.shutdown.aborted && !opts.transport.signal.aborted
+    ? new ApiError("shutting_down", "the server is shutting down: this request was still running when its grace (SVC_SHUTDOWN_GRACE_S) ran out, " +
+      "and was cancelled; send it again (to this server once it is back, or another)")
+    : toApiError(err);
   try {
-    const transport: RequestTransport = {...opts.transport, streamed: opts.stream, session: opts.sessions ? sessionNames(deps, req, opts) : null};
+    const signal = AbortSignal.any([opts.transport.signal, deps.shutdown]);
+    const transport: RequestTransport = {...opts.transport, signal, streamed: opts.stream, session: opts.sessions ? sessionNames(deps, req, opts) : null};
     try {
       run = await model.pipeline.start(genRequest, transport);
       deps.stats.recordWait((performance.now() - t0) / 1000, true);
     } catch (err) {
-      const kind = toApiError(err).kind;
+      const kind = errorOf(err).kind;
       if (kind === "engine_busy" || kind === "client_closed") deps.stats.recordWait((performance.now() - t0) / 1000, false);
       throw err;
     }
@@ -115,21 +121,23 @@ export async function serveGeneration<Body>(deps: ServerDeps, model: ModelHandle
       if (opts.watcher) await opts.watcher.settle();
       if (enc.terminator) sse.send(enc.terminator);
     } catch (err) {
-      const apiErr = toApiError(err);
+      const apiErr = errorOf(err);
       status = apiErr.status;
       error = apiErr.message;
       if (apiErr.kind !== "client_closed") {
-        if (apiErr.status >= 500) deps.logger.error("stream failed", {id: requestId, error: (err as Error)?.stack ?? String(err)});
+        if (apiErr.status >= 500 && apiErr.kind !== "shutting_down") {
+          deps.logger.error("stream failed", {id: requestId, error: (err as Error)?.stack ?? String(err)});
+        }
         for (const f of enc.errorFrames?.(apiErr) ?? [{data: enc.errorFrame(apiErr)}]) sse.send(f.data, f.event);
       }
     } finally {
       sse.end();
     }
   } catch (err) {
-    const apiErr = toApiError(err);
+    const apiErr = errorOf(err);
     status = apiErr.status;
     error = apiErr.message;
-    if (apiErr.status >= 500 && apiErr.kind !== "engine_busy") {
+    if (apiErr.status >= 500 && apiErr.kind !== "engine_busy" && apiErr.kind !== "shutting_down") {
       deps.logger.error("request failed", {id: requestId, error: (err as Error)?.stack ?? String(err)});
     }
     sendError(reply, apiErr);
