@@ -1,14 +1,16 @@
 // A node:test reporter that only counts: appends one JSON line {passed, failed, skipped, files} per run to the file it
 // writes to, `files` holding each test file's wall time in ms (node reports a file's end as a test:complete named by
-// its path). scripts/test.mjs runs the tiers in more than one invocation, prints each tier's slowest files and the
-// sum as the last line.
+// its path: absolute up to Node 20, relative to the working directory from Node 22). scripts/test.mjs runs the tiers
+// in more than one invocation, prints each tier's slowest files and the sum as the last line.
+import {resolve} from "node:path";
+
 export default async function* countReporter(source) {
   let passed = 0;
   let failed = 0;
   let skipped = 0;
   const files = {};
   for await (const event of source) {
-    if (event.type === "test:complete" && event.data.file && event.data.name === event.data.file) {
+    if (event.type === "test:complete" && event.data.file && resolve(event.data.name) === event.data.file) {
       files[event.data.file] = Math.round(event.data.details?.duration_ms ?? 0);
       continue;
     }

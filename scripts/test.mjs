@@ -1,20 +1,23 @@
 // Runs the test tiers: `node scripts/test.mjs [tier ...]`, default unit, integration, e2e and remote (what `npm test`
-// runs before every commit); `npm run test:all` adds slow. The remote tier is the end-to-end dialect suites again,
-// with every server on two llama-server replicas (TEST_REPLICAS=2, SVC_ENGINE): the remote engine must pass what
-// the in-process one does.
+// runs before every commit); `npm run test:all` adds slow and nodes. The remote tier is the end-to-end dialect suites
+// again, with every server on two llama-server replicas (TEST_REPLICAS=2, SVC_ENGINE): the remote engine must pass what
+// the in-process one does. The nodes tier is the unit and integration files again under each other Node version pinned
+// in scripts/node-versions.mjs (fetched from the npm registry into the cache on first use, before any tier runs), one
+// count per version; every other tier runs under the Node that runs this script.
 //
 // The in-process tiers (unit, integration) run two files at a time; e2e two at a time on one core each, and its
 // WHOLE_MACHINE files alone after; remote two at a time (its replicas have one thread each); slow one file at a
-// time, each server on both cores. Servers that
+// time, each server on both cores; nodes as unit and integration, under each pinned Node in turn. Servers that
 // e2e and slow files start with sharedServer() are shared by settings across files and tiers (TEST_SERVER_POOL,
 // support/server-pool.ts) and stopped at the end. After each tier: its count, wall time, servers started and
 // slowest files; last the sum, "N passed, N failed, N skipped".
 import {spawn} from "node:child_process";
 import {existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync} from "node:fs";
 import {tmpdir} from "node:os";
-import {join, relative} from "node:path";
+import {dirname, join, relative} from "node:path";
+import {NODE_PINS, nodeBinary} from "./node-versions.mjs";
 
-const TIERS = ["unit", "integration", "e2e", "remote", "slow"];
+const TIERS = ["unit", "integration", "e2e", "remote", "slow", "nodes"];
 const DEFAULT = ["unit", "integration", "e2e", "remote"];
 const IN_PROCESS = new Set(["unit", "integration"]);
 /** The dialect suites the remote tier runs on replicas, two at a time (each replica has one thread), longest first. */
@@ -103,9 +106,10 @@ async function stopServers() {
 let current = null;
 for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => current?.kill(signal));
 
-function run(files, concurrency, counts, starts, env) {
+/** Runs node:test over `files` under `node` (the pinned Node of the nodes tier, else the one running this script). */
+function run(files, concurrency, counts, starts, env, node = process.execPath) {
   return new Promise((resolve) => {
-    current = spawn(process.execPath, ["--import", "tsx", "--test", `--test-concurrency=${concurrency}`,
+    current = spawn(node, ["--import", "tsx", "--test", `--test-concurrency=${concurrency}`,
       "--test-reporter=spec", "--test-reporter-destination=stdout",
       "--test-reporter=./scripts/count-reporter.mjs", `--test-reporter-destination=${counts}`, ...files],
     {stdio: "inherit", env: {...process.env, TEST_SERVER_POOL: pool, TEST_START_RECORD: starts, ...env}});
@@ -117,6 +121,7 @@ function run(files, concurrency, counts, starts, env) {
 // two at a time, each server on one core (TEST_SHARED_CORES): most of their time is a server starting or answering
 // on one thread. The files in WHOLE_MACHINE run after, one at a time, with the engine's threads as a user gets them.
 const tierRuns = (t) => {
+  if (t === "nodes") return [];
   if (t === "remote") return [{files: REMOTE_FILES, concurrency: 2, env: {TEST_REPLICAS: "2", TEST_SHARED_CORES: "1"}}];
   const files = testFiles(join("test", t));
   if (IN_PROCESS.has(t)) return [{files, concurrency: 2, env: {}}];
@@ -124,7 +129,17 @@ const tierRuns = (t) => {
   return [{files: longestFirst(files.filter((f) => !WHOLE_MACHINE.includes(f))), concurrency: 2, env: {TEST_SHARED_CORES: "1"}},
     {files: files.filter((f) => WHOLE_MACHINE.includes(f)), concurrency: 1, env: {}}];
 };
-const groups = tiers.map((t) => ({tier: t, runs: tierRuns(t).filter((r) => r.files.length > 0)})).filter((g) => g.runs.length > 0);
+// The nodes tier is one group per pinned version: the in-process tiers' files, two at a time as there, under that
+// version's node, with its folder first on PATH so that a test's child `node` is the same version. The binaries are
+// fetched (or found in the cache) now, so that a failed fetch stops the run before any tier rather than after them.
+const otherNodes = tiers.includes("nodes") ? NODE_PINS.map((pin) => ({pin, node: nodeBinary(pin)})) : [];
+const nodesGroups = () => otherNodes.map(({pin, node}) => ({
+  tier: `nodes (Node ${pin.version})`,
+  runs: [{files: [...IN_PROCESS].flatMap((t) => testFiles(join("test", t))), concurrency: 2, node,
+    env: {PATH: [dirname(node), process.env.PATH].filter(Boolean).join(":")}}],
+}));
+const groups = tiers.flatMap((t) => t === "nodes" ? nodesGroups() : [{tier: t, runs: tierRuns(t)}])
+  .map((g) => ({...g, runs: g.runs.filter((r) => r.files.length > 0)})).filter((g) => g.runs.length > 0);
 
 let status = 0;
 const lines = [];
@@ -136,7 +151,7 @@ for (const [i, g] of groups.entries()) {
   for (const [j, r] of g.runs.entries()) {
     const counts = countFile(`${i}-${j}`);
     starts.push(startFile(`${i}-${j}`));
-    const code = await run(r.files, r.concurrency, counts, starts.at(-1), r.env);
+    const code = await run(r.files, r.concurrency, counts, starts.at(-1), r.env, r.node);
     if (code !== 0) status = code;
     const rc = existsSync(counts) ? JSON.parse(readFileSync(counts, "utf8").trim().split("\n").pop()) : {passed: 0, failed: 0, skipped: 0};
     for (const k of Object.keys(sum)) c[k] += rc[k];
