@@ -13,6 +13,7 @@ export type ErrorKind =
   | "server_error"        // 500: our own failure; the message says what
   | "engine_busy"         // 503: could not start within SVC_QUEUE_TIMEOUT
   | "insufficient_memory" // 503: a side-model request needs memory the host does not have (the server keeps running)
+  | "model_restarting"    // 503: a side model's child process died under the request or is restarting; retry after Retry-After
   | "engine_unavailable"; // 502: a remote engine replica stopped answering mid-reply (the next request goes to another)
 
 export interface Overflow {
@@ -34,6 +35,7 @@ const KINDS: Record<ErrorKind, KindInfo> = {
   server_error: {status: 500, type: "server_error", code: null},
   engine_busy: {status: 503, type: "server_error", code: "engine_busy"},
   insufficient_memory: {status: 503, type: "server_error", code: "insufficient_memory"},
+  model_restarting: {status: 503, type: "server_error", code: "model_restarting"},
   engine_unavailable: {status: 502, type: "server_error", code: "engine_unavailable"},
 };
 

@@ -44,6 +44,7 @@ const BY_KIND: Record<ErrorKind, AnthropicErrorType> = {
   server_error: "api_error",
   engine_busy: "overloaded_error",
   insufficient_memory: "overloaded_error",
+  model_restarting: "overloaded_error",
   engine_unavailable: "api_error",
 };
 
