@@ -47,7 +47,14 @@ function main(): void {
   }
   // whisper.cpp logs every load and window to stderr; the parent keeps the last lines for its error
   // messages. (The binding's setupLogger would route them here, but in 0.0.4 it panics on the first line.)
-  const whisper = new Whisper(modelPath, {useGpu: false});
+  let whisper: Whisper;
+  try {
+    whisper = new Whisper(modelPath, {useGpu: false});
+  } catch (e) {
+    // One line, last on stderr: the parent's error message quotes it (an uncaught error's stack would end in noise).
+    process.stderr.write(`whisper-child: could not load the model: ${e instanceof Error ? e.message : String(e)}\n`);
+    process.exit(1);
+  }
   send({type: "ready", info: {multilingual: whisper.isMultilingual === 1, layers: whisper.modelNAudioLayer, vocab: whisper.modelNVocab}});
   process.on("message", (m: ParentMessage) => {
     if (m?.type === "ping") send({type: "pong", seq: m.seq});

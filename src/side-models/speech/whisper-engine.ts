@@ -74,9 +74,13 @@ export class WhisperEngine {
     });
   }
 
-  /** Starts the process and waits for the model to load; throws with the engine's last words when it cannot. */
-  start(): Promise<void> {
-    return this.supervisor.start();
+  /** Starts the process and waits for the model to load; throws with the engine's last words and the file when it cannot. */
+  async start(): Promise<void> {
+    try {
+      await this.supervisor.start();
+    } catch (err) {
+      throw new SpeechEngineError(`${(err as Error).message} (model file ${this.opts.modelPath})`);
+    }
   }
 
   /** Waits (outside the side executor, so other side models are not held) for a restarting engine; 503 past `waitMs`. */
