@@ -258,6 +258,8 @@ export class ChildSupervisor {
   }
 
   private ready(child: ChildProcess, ms: number): void {
+    // Stopped while it loaded: it is on its way out, not ready.
+    if (this.stopping) return;
     this.state = "ready";
     this.readyAt = Date.now();
     this.startMs = ms;
