@@ -2,7 +2,7 @@
 // ApiError to Anthropic's shape in its own dialect.)
 
 import {ApiError} from "../core/errors.ts";
-import {EngineBusyError, EngineCancelledError, EngineMemoryError, EngineUnavailableError} from "../engine/index.ts";
+import {EngineBusyError, EngineCancelledError, EngineMemoryError, EngineRestartingError, EngineUnavailableError} from "../engine/index.ts";
 
 export interface OpenAiErrorBody {
   error: {message: string; type: string; param: string | null; code: string | null};
@@ -25,13 +25,15 @@ export function openAiErrorBody(err: ApiError): OpenAiErrorBody {
 /**
  * Turns whatever was thrown into an ApiError, the one place where the engine's own errors get their statuses:
  * busy → 503 engine_busy with Retry-After, cancelled → 499, out of memory → 503 insufficient_memory with
- * Retry-After, a remote replica lost mid-reply → 502 engine_unavailable. Unknown failures become 500 with their message.
+ * Retry-After, a side model's child process lost or restarting → 503 model_restarting with Retry-After, a remote replica lost
+ * mid-reply → 502 engine_unavailable. Unknown failures become 500 with their message.
  */
 export function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
   if (err instanceof EngineBusyError) return new ApiError("engine_busy", err.message, {headers: {"Retry-After": String(err.retryAfterS)}});
   if (err instanceof EngineCancelledError) return new ApiError("client_closed", err.message);
   if (err instanceof EngineMemoryError) return new ApiError("insufficient_memory", err.message, {headers: {"Retry-After": String(err.retryAfterS)}});
+  if (err instanceof EngineRestartingError) return new ApiError("model_restarting", err.message, {headers: {"Retry-After": String(err.retryAfterS)}});
   if (err instanceof EngineUnavailableError) return new ApiError("engine_unavailable", err.message);
   const e = err as {statusCode?: number; code?: string; message?: string};
   switch (e?.code) {

@@ -14,6 +14,7 @@ export type ErrorKind =
   | "engine_busy"         // 503: could not start within SVC_QUEUE_TIMEOUT
   | "insufficient_memory" // 503: a side-model request needs memory the host does not have (the server keeps running)
   | "shutting_down"       // 503: the server is stopping; the request was cancelled after the shutdown grace
+  | "model_restarting"    // 503: a side model's child process died under the request or is restarting; retry after Retry-After
   | "engine_unavailable"; // 502: a remote engine replica stopped answering mid-reply (the next request goes to another)
 
 export interface Overflow {
@@ -36,6 +37,7 @@ const KINDS: Record<ErrorKind, KindInfo> = {
   engine_busy: {status: 503, type: "server_error", code: "engine_busy"},
   insufficient_memory: {status: 503, type: "server_error", code: "insufficient_memory"},
   shutting_down: {status: 503, type: "server_error", code: "server_shutting_down"},
+  model_restarting: {status: 503, type: "server_error", code: "model_restarting"},
   engine_unavailable: {status: 502, type: "server_error", code: "engine_unavailable"},
 };
 

@@ -27,6 +27,17 @@ export class EngineUnavailableError extends Error {
   override readonly name = "EngineUnavailableError";
 }
 
+/**
+ * A supervised child process (a side model's engine) died under the request, or is restarting and was not ready
+ * in time; it is being restarted, so the same request is worth retrying after `retryAfterS`.
+ */
+export class EngineRestartingError extends Error {
+  override readonly name = "EngineRestartingError";
+  constructor(message: string, readonly retryAfterS: number) {
+    super(message);
+  }
+}
+
 /** Whole seconds to wait before retrying, at least 1. */
 export function retryAfterSeconds(timeoutMs: number): number {
   return Math.max(1, Math.ceil(timeoutMs / 1000));

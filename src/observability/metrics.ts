@@ -7,6 +7,7 @@
 // no private field of prom-client is touched.
 
 import {Counter, Gauge, Registry} from "prom-client";
+import type {ChildStatus} from "../core/child-status.ts";
 import {MISS_REASONS, type CacheReport, type ReplicaCacheReport} from "../core/engine-report.ts";
 import type {Counters} from "./counters.ts";
 import type {ServerStats} from "./server-stats.ts";
@@ -23,6 +24,8 @@ export interface MetricsSources {
    * CacheReport has no busy/held split; without it svc:kv_pool_reserved_tokens falls back to pool.used.
    */
   reservedTokens?(): number;
+  /** The supervised child processes (side models' engines), as /health lists them. */
+  children?(): ChildStatus[];
 }
 
 /** One scrape's reading of every source, taken once so all metrics of a scrape agree. */
@@ -34,6 +37,7 @@ interface Reading {
   engineUp: boolean;
   build: {version: string; engine: string; model: string};
   reservedTokens: number;
+  children: ChildStatus[];
   /** Tokens per second over the requests finished since the previous scrape. */
   promptRate: number;
   predictedRate: number;
@@ -139,7 +143,16 @@ const DEFS: readonly MetricDef[] = [
   replicaSeries("svc:replica_cache_hits_total", "Requests the replica served at least one prompt token of from its cache.", "counter", (x) => x.hits),
   replicaSeries("svc:replica_prompt_tokens_total", "Prompt tokens sent to the replica.", "counter", (x) => x.prompt_tokens),
   replicaSeries("svc:replica_cached_tokens_total", "Prompt tokens the replica reported served from its cache.", "counter", (x) => x.cached_tokens),
+  childSeries("svc:child_restarts_total", "Times the child process serving a side model was started again, for any reason.", "counter",
+    (c) => c.restarts),
+  childSeries("svc:child_crashes_total", "Exits of the child process nobody asked for (a crash, a kill from outside, a failed health check).",
+    "counter", (c) => c.crashes),
+  childSeries("svc:child_ready", "1 when the child process serving a side model is ready.", "gauge", (c) => (c.state === "ready" ? 1 : 0)),
 ];
+
+function childSeries(name: string, help: string, type: "gauge" | "counter", value: (c: ChildStatus) => number): MetricDef {
+  return {name, help, type, labelNames: ["child"], series: (r) => r.children.map((c) => ({labels: {child: c.name}, value: value(c)}))};
+}
 
 function replicaSeries(name: string, help: string, type: "gauge" | "counter", value: (x: ReplicaCacheReport) => number): MetricDef {
   return {name, help, type, labelNames: ["replica"], series: (r) => (r.cache.replicas ?? []).map((x) => ({labels: {replica: x.url}, value: value(x)}))};
@@ -167,6 +180,7 @@ export function createMetrics(sources: MetricsSources): {registry: Registry; ren
       engineUp: sources.engineUp(),
       build: sources.build,
       reservedTokens: sources.reservedTokens ? sources.reservedTokens() : cache.pool.used,
+      children: sources.children?.() ?? [],
       promptRate: rate(stats.promptTokens - prev.promptTokens, stats.promptSeconds - prev.promptSeconds),
       predictedRate: rate(stats.predictedTokens - prev.predictedTokens, stats.predictedSeconds - prev.predictedSeconds),
       now: Date.now(),

@@ -6,6 +6,7 @@ import type {Llama, LlamaModel} from "../engine/index.ts";
 import {ApiError, invalidField} from "../core/errors.ts";
 import type {Logger} from "../observability/log.ts";
 import type {ProgressMode} from "../models/progress.ts";
+import {ChildRegistry} from "./children.ts";
 import {SideExecutor, type ExecutorStatus} from "./executor.ts";
 import {ROUTE_OF_KIND, type SideEntry, type SideKind, type SideModelDef} from "./registry.ts";
 
@@ -20,6 +21,10 @@ export interface SideModelContext {
   threads: number;
   /** One LlamaModel per file path, shared by every id that uses the file. */
   loadModel(path: string): Promise<LlamaModel>;
+  /** Where a runner that runs a child process registers its supervisor, for /health and /metrics. */
+  children: ChildRegistry;
+  /** SVC_QUEUE_TIMEOUT in ms: how long a request may wait for a restarting child. */
+  queueTimeoutMs: number;
 }
 
 /** A loaded side model. Kind-specific runners extend this with their own methods. */
@@ -55,13 +60,15 @@ export interface SideModelsOptions {
 
 export class SideModels {
   private constructor(readonly executor: SideExecutor, private readonly runners: Map<string, SideRunner>,
-    private readonly models: Map<string, Promise<LlamaModel>>) {}
+    private readonly models: Map<string, Promise<LlamaModel>>, readonly children: ChildRegistry) {}
 
   static async load(opts: SideModelsOptions): Promise<SideModels> {
     const executor = new SideExecutor({queueLimit: opts.queueLimit, timeoutMs: opts.queueTimeoutMs, mainBusy: opts.mainBusy});
     const models = new Map<string, Promise<LlamaModel>>();
+    const children = new ChildRegistry();
     const ctx: SideModelContext = {
       llama: opts.llama, executor, logger: opts.logger, modelsDir: opts.modelsDir, progress: opts.progress, threads: opts.threads,
+      children, queueTimeoutMs: opts.queueTimeoutMs,
       loadModel: (path) => {
         let m = models.get(path);
         if (!m) {
@@ -82,7 +89,7 @@ export class SideModels {
       runners.set(def.id, runner);
       opts.logger.info("side model ready", {id: def.id, kind: def.kind, path: runner.path, ms: Math.round(performance.now() - started)});
     }
-    return new SideModels(executor, runners, models);
+    return new SideModels(executor, runners, models, children);
   }
 
   find(id: unknown): SideRunner | undefined {

@@ -48,7 +48,8 @@ export async function startSpeech(): Promise<void> {
 /** How the tests speak: 150 words a minute with a pause before each word (what `espeak-ng -s 150 -g 4` did). */
 export const VOICE = {voice: "en-us", wpm: 150, wordPauses: true};
 
-export async function transcribe(file: Buffer, fields: Record<string, string> = {}, name = "speech.wav"): Promise<{status: number; body: any; text: string}> {
+export async function transcribe(file: Buffer, fields: Record<string, string> = {}, name = "speech.wav"):
+  Promise<{status: number; body: any; text: string; headers: Headers}> {
   const form = new FormData();
   form.set("file", new Blob([new Uint8Array(file)]), name);
   for (const [k, v] of Object.entries(fields)) form.set(k, v);
@@ -60,7 +61,7 @@ export async function transcribe(file: Buffer, fields: Record<string, string> = 
   } catch {
     // text, srt and vtt are not JSON
   }
-  return {status: res.status, body, text};
+  return {status: res.status, body, text, headers: res.headers};
 }
 
 export const refused = async (file: Buffer, fields: Record<string, string>, param: string, pattern: RegExp) => {

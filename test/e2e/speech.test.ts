@@ -1,6 +1,7 @@
 // POST /v1/audio/transcriptions on a real Whisper (base): two of the WAV layouts users send (telephone-band 8 kHz
 // and 44.1 kHz float, each against an independent conversion of the same file), the official openai client, the
-// response formats, languages, the route's counters and every refusal at its edge. The other layouts and a
+// response formats, languages, the route's counters, every refusal at its edge, and the engine's process killed
+// mid-request (503, restarted by its supervisor, the next request served). The other layouts and a
 // recording longer than one 30 s window are in test/slow/speech-layouts.test.ts (each transcription is seconds of
 // Whisper on 2 cores). What is shared, and how the speech is made: test/e2e/speech-fixture.ts.
 
@@ -147,7 +148,7 @@ describe("refusals: 400 naming the field and the rule; the next request is serve
     assert.ok(early === null || early.status !== 400, `exactly 20 min was refused: ${early?.text}`);
     assert.ok(started, "the 20-minute recording reached the engine");
     // The hang-up stops the window in progress instead of leaving the engine busy with it (the next test is served).
-    await speech.server.waitForLog(/speech engine stopped mid-window: its client hung up/, 5_000);
+    await speech.server.waitForLog(/info child stopped on purpose; restarting child=nx3-asr-0.6b why="its client hung up mid-window"/, 5_000);
   });
   test("over 25 MiB is refused naming both limits", async () => {
     const big = silentWav(0, 8000);
@@ -156,7 +157,38 @@ describe("refusals: 400 naming the field and the rule; the next request is serve
     over.writeUInt32LE(over.length - 44, 40);
     await refused(over, {}, "file", /25 MiB.*20 minutes or 25 MiB/);
   });
-  test("after every refusal the next request is served", async () => {
+  test("an engine killed with SIGKILL mid-request: 503 naming the speech model with Retry-After, then /health shows it restarted", async () => {
+    const health = async () => (await get(`${speech.server.url}/health`)).body;
+    const childOf = (h: any) => h.children.find((c: {name: string}) => c.name === MODEL);
+    /** /health once the engine is ready (the hang-up above restarted it). */
+    const ready = async () => {
+      for (let i = 0; i < 600; i++) {
+        const h = await health();
+        if (childOf(h).state === "ready") return h;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      throw new Error(`the speech engine is not ready again: ${JSON.stringify(childOf(await health()))}`);
+    };
+    const before = await ready();
+    const child = childOf(before);
+    assert.equal(typeof child.pid, "number");
+    const pending = transcribe(speech.wav);
+    // The window is in the engine once its executor pass has started.
+    for (let i = 0; i < 300 && (await health()).side_models.passes === before.side_models.passes; i++) await new Promise((r) => setTimeout(r, 50));
+    process.kill(child.pid, "SIGKILL");
+    const r = await pending;
+    assert.equal(r.status, 503, r.text);
+    assert.equal(r.body.error.code, "model_restarting");
+    assert.match(r.body.error.message, /^the speech model nx3-asr-0\.6b stopped while transcribing \(killed by SIGKILL.*\); it is being restarted; retry in \d+ s$/);
+    assert.ok(Number(r.headers.get("retry-after")) >= 1, `Retry-After ${r.headers.get("retry-after")}`);
+    const after = childOf(await ready());
+    assert.notEqual(after.pid, child.pid);
+    assert.deepEqual([after.restarts, after.crashes], [child.restarts + 1, child.crashes + 1]);
+    assert.match(after.last_exit, /^killed by SIGKILL/);
+    const metrics = await (await fetch(`${speech.server.url}/metrics`)).text();
+    assert.match(metrics, new RegExp(`^svc:child_restarts_total\\{child="${MODEL}"\\} ${after.restarts}$`, "m"));
+  });
+  test("after every refusal, the hang-up and the killed engine, the next request is served", async () => {
     const r = await transcribe(speech.wav);
     assert.equal(r.status, 200, r.text);
     assert.ok(wordErrorRate(SENTENCES.join(" "), r.body.text) <= WER_BOUND);

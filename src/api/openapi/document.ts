@@ -33,7 +33,7 @@ const COMMON_ERRORS = [400, 404, 413, 415, 500, 503];
 
 const REASON: Record<number, string> = {400: "The request is invalid; the message names the field and the rule", 401: "No valid API key",
   404: "Not found", 413: "The body is larger than SVC_BODY_LIMIT_MB", 415: "Unsupported media type", 422: "The body is malformed for this route",
-  500: "Internal error", 503: "Busy or out of memory; see Retry-After"};
+  500: "Internal error", 503: "Busy, out of memory, or a side model's process restarting; see Retry-After"};
 
 /** `/responses/:id` → `/responses/{id}`; a trailing wildcard (`/playground/*`) → `{path}`. */
 export function openApiPath(url: string): string {

@@ -128,6 +128,8 @@ export function registerStateRoutes(app: FastifyInstance, deps: ServerDeps): voi
       longest_wait_s: Math.round(st.longestWaitS * 1000) / 1000,
       uptime_s: Math.round((Date.now() - deps.startedAt.getTime()) / 1000),
       ...(deps.side ? {side_models: sideModelsHealth(deps.side)} : {}),
+      // One entry per supervised child process (side-models/child-supervisor.ts); empty when none runs.
+      children: deps.side?.children.list() ?? [],
     };
   });
 

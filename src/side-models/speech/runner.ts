@@ -48,7 +48,7 @@ export class SpeechRunner implements SideRunner {
 
   static async load(def: SideModelDef, ctx: SideModelContext): Promise<SpeechRunner> {
     const file = await resolveSpeechModel(def.id, def.source, {modelsDir: ctx.modelsDir, logger: ctx.logger, progress: ctx.progress});
-    const engine = new WhisperEngine(file.path, ctx.logger);
+    const engine = new WhisperEngine({id: def.id, modelPath: file.path, logger: ctx.logger, children: ctx.children, waitMs: ctx.queueTimeoutMs});
     await engine.start();
     return new SpeechRunner(def.id, file.path, def.source, file.origin, engine, ctx);
   }
@@ -73,6 +73,8 @@ export class SpeechRunner implements SideRunner {
     for (const [i, w] of windows.entries()) {
       const carried = texts.join(" ").slice(-CARRY_CHARS);
       const prompt = [opts.prompt, carried].filter(Boolean).join(" ");
+      // A restarting engine is waited for here, before the executor, so other side models' passes are not held behind it.
+      await this.engine.whenReady(opts.signal);
       // One thread while the main model decodes: ggml's threads spin at every op's barrier, and the two engines
       // run at once in two processes. Measured on 2 cores (bench:speech, 60 s clip beside 200-token chats):
       // with 1 whisper thread chat decode fell to 0.35x and the transcription ran at RTF 2.5; with 2, to 0.03x

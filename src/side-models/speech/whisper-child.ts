@@ -5,8 +5,9 @@
 // libuv worker the main model decodes on.
 //
 // Protocol (process.send with advanced serialization, so Float32Array crosses without JSON):
-//   parent → child: {type: "transcribe", id, samples, language, prompt, threads}
-//   child → parent: {type: "ready", info} once; {type: "done", id, text, segments, language} or {type: "failed", id, message}
+//   parent → child: {type: "transcribe", id, samples, language, prompt, threads}; {type: "ping", seq} (the supervisor's idle check)
+//   child → parent: {type: "ready", info} once; {type: "done", id, text, segments, language} or {type: "failed", id, message};
+//   {type: "pong", seq}
 
 import {Whisper, WhisperFullParams, WhisperSamplingStrategy, type Segment} from "@napi-rs/whisper";
 
@@ -31,7 +32,10 @@ export interface ChildSegment {
 export type ChildMessage =
   | {type: "ready"; info: {multilingual: boolean; layers: number; vocab: number}}
   | {type: "done"; id: number; text: string; segments: ChildSegment[]; language: string | null}
-  | {type: "failed"; id: number; message: string};
+  | {type: "failed"; id: number; message: string}
+  | {type: "pong"; seq: number};
+
+export type ParentMessage = TranscribeJob | {type: "ping"; seq: number};
 
 const send = (m: ChildMessage) => process.send?.(m);
 
@@ -43,9 +47,17 @@ function main(): void {
   }
   // whisper.cpp logs every load and window to stderr; the parent keeps the last lines for its error
   // messages. (The binding's setupLogger would route them here, but in 0.0.4 it panics on the first line.)
-  const whisper = new Whisper(modelPath, {useGpu: false});
+  let whisper: Whisper;
+  try {
+    whisper = new Whisper(modelPath, {useGpu: false});
+  } catch (e) {
+    // One line, last on stderr: the parent's error message quotes it (an uncaught error's stack would end in noise).
+    process.stderr.write(`whisper-child: could not load the model: ${e instanceof Error ? e.message : String(e)}\n`);
+    process.exit(1);
+  }
   send({type: "ready", info: {multilingual: whisper.isMultilingual === 1, layers: whisper.modelNAudioLayer, vocab: whisper.modelNVocab}});
-  process.on("message", (m: TranscribeJob) => {
+  process.on("message", (m: ParentMessage) => {
+    if (m?.type === "ping") send({type: "pong", seq: m.seq});
     if (m?.type !== "transcribe") return;
     transcribe(whisper, m).then((r) => send({type: "done", id: m.id, ...r}),
       (e: unknown) => send({type: "failed", id: m.id, message: e instanceof Error ? e.message : String(e)}));

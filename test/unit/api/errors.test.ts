@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import {describe, test} from "node:test";
 import {ApiError, invalidField, invalidRequest, isApiError, type ErrorKind} from "../../../src/core/errors.ts";
 import {openAiErrorBody, toApiError} from "../../../src/api/error-body.ts";
-import {EngineUnavailableError} from "../../../src/engine/errors.ts";
+import {EngineRestartingError, EngineUnavailableError} from "../../../src/engine/errors.ts";
 import {isOpenRoute, makeKeyCheck, presentedKeys} from "../../../src/api/auth.ts";
 
 describe("ApiError kinds", () => {
@@ -18,6 +18,7 @@ describe("ApiError kinds", () => {
     ["client_closed", 499, "client_closed_request", "client_closed"],
     ["server_error", 500, "server_error", null],
     ["engine_busy", 503, "server_error", "engine_busy"],
+    ["model_restarting", 503, "server_error", "model_restarting"],
     ["engine_unavailable", 502, "server_error", "engine_unavailable"],
   ];
   for (const [kind, status, type, code] of table) {
@@ -87,6 +88,11 @@ describe("toApiError", () => {
   test("a remote replica lost mid-reply is a 502 engine_unavailable with the engine's message", () => {
     const e = toApiError(new EngineUnavailableError("the engine replica stopped answering"));
     assert.deepEqual([e.status, e.code, e.message], [502, "engine_unavailable", "the engine replica stopped answering"]);
+  });
+  test("a side model's child lost or restarting is a 503 model_restarting with Retry-After and the engine's message", () => {
+    const e = toApiError(new EngineRestartingError("the speech model nx3-asr-0.6b stopped while transcribing; retry in 2 s", 2));
+    assert.deepEqual([e.status, e.code, e.type, e.headers, e.message],
+      [503, "model_restarting", "server_error", {"Retry-After": "2"}, "the speech model nx3-asr-0.6b stopped while transcribing; retry in 2 s"]);
   });
   test("a plain Error is a 500 naming it", () => {
     const e = toApiError(new Error("disk on fire"));

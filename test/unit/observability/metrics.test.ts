@@ -37,7 +37,7 @@ const OUR_NAMES = ["svc:cache_misses_by_reason_total", "svc:cache_disk_rejected_
   "svc:phase_decode_outside_seconds_total", "svc:seals_total", "svc:seal_seconds_total",
   "svc:prefix_waits_total", "svc:prefix_wait_seconds_total", "svc:transcriptions_total", "svc:transcribed_audio_seconds_total",
   "svc:replica_up", "svc:replica_busy_slots", "svc:replica_slots", "svc:replica_requests_total", "svc:replica_cache_hits_total",
-  "svc:replica_prompt_tokens_total", "svc:replica_cached_tokens_total"];
+  "svc:replica_prompt_tokens_total", "svc:replica_cached_tokens_total", "svc:child_restarts_total", "svc:child_crashes_total", "svc:child_ready"];
 
 const ROUTED = {prefix: 0, overloaded: 0, least_loaded: 0, round_robin: 0, waited: 0, failover: 0, session: 0};
 
@@ -86,8 +86,12 @@ function sources(): MetricsSources {
   return {
     stats, counters, cache: report, queue: () => ({deferred: 3, longestWaitS: 4.25}), engineUp: () => true,
     build: {version: "0.1.0", engine: "llama.cpp b1234", model: "tiny-q4"},
+    children: () => [CHILD, {...CHILD, name: "other", state: "restarting", restarts: 1}],
   };
 }
+
+const CHILD = {name: "nx3-asr-0.6b", state: "ready" as const, pid: 42, restarts: 3, crashes: 2, last_exit: "killed by SIGKILL",
+  last_restart_at: new Date().toISOString()};
 
 interface Sample {labels: Record<string, string>; value: number}
 
@@ -178,6 +182,15 @@ describe("metrics", () => {
     assert.deepEqual(of("svc:replica_cached_tokens_total"), {"http://a:1": 600, "http://b:2": 0});
     const local = parse(await createMetrics({...sources(), cache: () => ({...report(), replicas: undefined})}).render());
     assert.equal(local.samples.get("svc:replica_up"), undefined);
+  });
+
+  test("per-child series carry the side model's id; none without children", async () => {
+    const {samples} = parse(await createMetrics(sources()).render());
+    const of = (name: string) => Object.fromEntries((samples.get(name) ?? []).map((x) => [x.labels.child, x.value]));
+    assert.deepEqual(of("svc:child_restarts_total"), {"nx3-asr-0.6b": 3, other: 1});
+    assert.deepEqual(of("svc:child_crashes_total"), {"nx3-asr-0.6b": 2, other: 2});
+    assert.deepEqual(of("svc:child_ready"), {"nx3-asr-0.6b": 1, other: 0});
+    assert.equal(parse(await createMetrics({...sources(), children: undefined}).render()).samples.get("svc:child_ready"), undefined);
   });
 
   test("reserved tokens come from reservedTokens() when given", async () => {

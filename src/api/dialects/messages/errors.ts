@@ -45,6 +45,7 @@ const BY_KIND: Record<ErrorKind, AnthropicErrorType> = {
   engine_busy: "overloaded_error",
   insufficient_memory: "overloaded_error",
   shutting_down: "overloaded_error",
+  model_restarting: "overloaded_error",
   engine_unavailable: "api_error",
 };
 

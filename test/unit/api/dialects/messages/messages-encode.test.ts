@@ -135,7 +135,8 @@ describe("stop reasons, signatures, errors", () => {
   test("each error kind has Anthropic's type; the field goes into the message once", () => {
     const types: Record<ErrorKind, string> = {invalid_request: "invalid_request_error", context_length: "invalid_request_error", unauthorized: "authentication_error",
       not_found: "not_found_error", payload_too_large: "request_too_large", unsupported_media: "invalid_request_error", unprocessable: "invalid_request_error", client_closed: "api_error",
-      server_error: "api_error", engine_busy: "overloaded_error", insufficient_memory: "overloaded_error", shutting_down: "overloaded_error", engine_unavailable: "api_error"};
+      server_error: "api_error", engine_busy: "overloaded_error", insufficient_memory: "overloaded_error", model_restarting: "overloaded_error", shutting_down: "overloaded_error",
+      engine_unavailable: "api_error"};
     for (const [kind, type] of Object.entries(types)) {
       assert.deepEqual(anthropicErrorBody(new ApiError(kind as ErrorKind, "why"), "msg_1"), {type: "error", error: {type, message: "why"}, request_id: "msg_1"});
     }
