@@ -70,7 +70,8 @@ export async function createApp(config: Config, models: {main: ModelHandle; side
   const server = buildServer({bodyLimitBytes: Math.floor(config.bodyLimitMb * 1024 * 1024), apiKey: config.apiKey, logger,
     timeouts: {headersMs: config.headersTimeout * 1000, requestMs: config.bodyTimeout * 1000}, maxConnections: config.maxConnections});
   // First, so its onRoute hook sees every route registered below.
-  installOpenApi(server, {version: VERSION, keyed: Boolean(config.apiKey), maxTokensCap: config.maxTokensCap, logger});
+  installOpenApi(server, {version: VERSION, keyed: Boolean(config.apiKey), maxTokensCap: config.maxTokensCap,
+    bodyLimitBytes: Math.floor(config.bodyLimitMb * 1024 * 1024), logger});
   registerChatRoutes(server, deps);
   registerCompletionsRoutes(server, deps);
   registerResponsesRoutes(server, deps);

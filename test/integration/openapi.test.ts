@@ -95,7 +95,7 @@ describe("/openapi.json lists every route", () => {
 
   test("a route registered without a registry entry is reported, not guessed at", async () => {
     const app = buildServer({bodyLimitBytes: 1 << 20, logger: createLogger("silent")});
-    installOpenApi(app, {version: "0", keyed: false, maxTokensCap: 64, logger: createLogger("silent")});
+    installOpenApi(app, {version: "0", keyed: false, maxTokensCap: 64, bodyLimitBytes: 1 << 20, logger: createLogger("silent")});
     app.get("/health", async () => ({status: "ok"}));
     app.post("/v1/brand-new", async () => ({}));
     await app.ready();
@@ -107,7 +107,7 @@ describe("/openapi.json lists every route", () => {
 
   test("the side routes are listed when side models are loaded", async () => {
     const app = buildServer({bodyLimitBytes: 1 << 20, logger: createLogger("silent")});
-    installOpenApi(app, {version: "0", keyed: false, maxTokensCap: 64, logger: createLogger("silent")});
+    installOpenApi(app, {version: "0", keyed: false, maxTokensCap: 64, bodyLimitBytes: 1 << 20, logger: createLogger("silent")});
     registerSideRoutes(app, {} as ServerDeps, {} as SideModels);
     await app.ready();
     assert.deepEqual(openApiStatus(app)!.undocumented, []);
@@ -120,6 +120,12 @@ describe("/openapi.json lists every route", () => {
     assert.ok(speech, "transcriptions documented as multipart");
     assert.deepEqual(speech.required, ["file"]);
     assert.equal(speech.properties.file.format, "binary");
+    // Each body route states the limit the server enforces: the transcription route its own, the others the server's.
+    const transcriptions = d.paths["/v1/audio/transcriptions"]!.post;
+    assert.ok(transcriptions["x-body-limit-bytes"] > 1 << 20, `transcriptions: ${transcriptions["x-body-limit-bytes"]}`);
+    assert.equal(transcriptions.responses["413"].description, `The body is larger than ${transcriptions["x-body-limit-bytes"]} bytes, this route's limit`);
+    assert.equal(d.paths["/v1/embeddings"]!.post["x-body-limit-bytes"], 1 << 20);
+    assert.equal(d.paths["/v1/embeddings"]!.post.requestBody.description, `At most ${1 << 20} bytes; a larger body gets 413`);
     await app.close();
   });
 });

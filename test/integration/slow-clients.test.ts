@@ -96,6 +96,19 @@ describe("slow clients", () => {
     }
   });
 
+  test("/health states the limits: deadlines, connection cap, shutdown grace and each body route's limit in bytes", async () => {
+    const {server} = await start({SVC_HEADERS_TIMEOUT_S: "2", SVC_BODY_TIMEOUT_S: "4", SVC_MAX_CONNECTIONS: "77", SVC_BODY_LIMIT_MB: "1",
+      SVC_SHUTDOWN_GRACE_S: "3"});
+    const limits = (await server.get("/health")).body.limits;
+    assert.equal(limits.headers_timeout_s, 2);
+    assert.equal(limits.body_timeout_s, 4);
+    assert.equal(limits.max_connections, 77);
+    assert.equal(limits.shutdown_grace_s, 3);
+    for (const route of ["POST /v1/chat/completions", "POST /v1/messages", "POST /v1/responses", "POST /tokenize"]) {
+      assert.equal(limits.body_bytes[route], 1024 * 1024, route);
+    }
+  });
+
   test("past SVC_MAX_CONNECTIONS a new connection is closed at once; below it, requests are served again", {timeout: 30_000}, async () => {
     const {port} = await start({SVC_MAX_CONNECTIONS: "5"});
     const held = await Promise.all(Array.from({length: 5}, () => open(port)));

@@ -16,6 +16,8 @@ export interface RegisteredRoute {
   method: string;
   /** Fastify's path (`/responses/:id`). */
   url: string;
+  /** The route's own body limit in bytes, when it sets one (the transcription route); else the server's. */
+  bodyLimit?: number;
 }
 
 export interface DocumentOptions {
@@ -26,6 +28,8 @@ export interface DocumentOptions {
   maxTokensCap: number;
   /** Paths whose errors use Anthropic's shape (server.ts registerErrorShape). */
   anthropicErrors: (path: string) => boolean;
+  /** SVC_BODY_LIMIT_MB in bytes: the body limit of every route that sets none of its own. */
+  bodyLimitBytes: number;
 }
 
 /** Statuses any route can answer: bad body or JSON, unknown id, body too large, wrong media type, failure, busy. */
@@ -65,7 +69,7 @@ function capBudget(schema: JsonSchema, cap: number): void {
   }
 }
 
-function operation(method: string, path: string, doc: RouteDoc, opts: DocumentOptions): JsonSchema {
+function operation(method: string, path: string, doc: RouteDoc, opts: DocumentOptions, bodyLimit: number): JsonSchema {
   const errorBody = {"application/json": {schema: ref(opts.anthropicErrors(path) ? "AnthropicError" : "OpenAiError")}};
   const okContent: JsonSchema = {[doc.ok.mediaType ?? "application/json"]: {schema: ref(doc.ok.schema)}};
   // Schemathesis (and OpenAPI 3.2's itemSchema) read an event stream's schema as that of each event.
@@ -99,6 +103,12 @@ function operation(method: string, path: string, doc: RouteDoc, opts: DocumentOp
     op.requestBody = {required: true, content: {"application/json": {schema}}};
   }
   if (doc.multipart) op.requestBody = {required: true, content: {"multipart/form-data": {schema: requestJsonSchema(doc.multipart)}}};
+  if (op.requestBody) {
+    // The limit the server enforces on this route (413 past it), as a number a gateway or client can read.
+    (op.requestBody as JsonSchema).description = `At most ${bodyLimit} bytes; a larger body gets 413`;
+    op["x-body-limit-bytes"] = bodyLimit;
+    (responses["413"] as JsonSchema).description = `The body is larger than ${bodyLimit} bytes, this route's limit`;
+  }
   if (opts.keyed && open) op.security = [];
   return op;
 }
@@ -116,7 +126,7 @@ export function buildOpenApiDocument(routes: readonly RegisteredRoute[], opts: D
       continue;
     }
     const path = openApiPath(r.url);
-    (paths[path] ??= {})[r.method.toLowerCase()] = operation(r.method, path, doc, opts);
+    (paths[path] ??= {})[r.method.toLowerCase()] = operation(r.method, path, doc, opts, r.bodyLimit ?? opts.bodyLimitBytes);
   }
   const document: JsonSchema = {
     openapi: "3.1.0",

@@ -12,6 +12,8 @@ export interface OpenApiOptions {
   version: string;
   keyed: boolean;
   maxTokensCap: number;
+  /** SVC_BODY_LIMIT_MB in bytes. */
+  bodyLimitBytes: number;
   logger: Logger;
 }
 
@@ -19,7 +21,9 @@ export interface OpenApiOptions {
 export function collectRoutes(app: FastifyInstance): RegisteredRoute[] {
   const routes: RegisteredRoute[] = [];
   app.addHook("onRoute", (r) => {
-    for (const method of Array.isArray(r.method) ? r.method : [r.method]) routes.push({method, url: r.url});
+    for (const method of Array.isArray(r.method) ? r.method : [r.method]) {
+      routes.push({method, url: r.url, ...(r.bodyLimit !== undefined ? {bodyLimit: r.bodyLimit} : {})});
+    }
   });
   return routes;
 }
@@ -44,7 +48,7 @@ export function installOpenApi(app: FastifyInstance, opts: OpenApiOptions): void
   let body: string | null = null;
   app.addHook("onReady", async () => {
     const {document, undocumented} = buildOpenApiDocument(status.routes, {version: opts.version, keyed: opts.keyed, maxTokensCap: opts.maxTokensCap,
-      anthropicErrors: (path) => hasOwnErrorShape(app, path)});
+      bodyLimitBytes: opts.bodyLimitBytes, anthropicErrors: (path) => hasOwnErrorShape(app, path)});
     status.undocumented = undocumented;
     if (undocumented.length > 0) {
       opts.logger.warn("routes missing from /openapi.json (add them to src/api/openapi/registry.ts)", {routes: undocumented.join(", ")});

@@ -11,6 +11,7 @@ import type {ServerDeps} from "../deps.ts";
 import type {SideModels} from "../../side-models/side-models.ts";
 import {ROUTE_OF_KIND} from "../../side-models/registry.ts";
 import type {ChatTemplate} from "../../templates/chat-template.ts";
+import {openApiStatus} from "../openapi/route.ts";
 
 /** Request fields the generation routes of this build read (the rest are accepted and ignored). */
 export const SUPPORTED_FIELDS = {
@@ -130,6 +131,7 @@ export function registerStateRoutes(app: FastifyInstance, deps: ServerDeps): voi
       ...(deps.side ? {side_models: sideModelsHealth(deps.side)} : {}),
       // One entry per supervised child process (side-models/child-supervisor.ts); empty when none runs.
       children: deps.side?.children.list() ?? [],
+      limits: connectionLimits(app, deps),
     };
   });
 
@@ -237,5 +239,22 @@ function sideModelsHealth(side: SideModels) {
     longest_wait_s: Math.round(st.longestWaitS * 1000) / 1000,
     passes: st.passes,
     refused_busy: st.refused,
+  };
+}
+
+/**
+ * What a deployment can rely on against slow or greedy clients (SVC_HEADERS_TIMEOUT_S, SVC_BODY_TIMEOUT_S,
+ * SVC_MAX_CONNECTIONS, SVC_SHUTDOWN_GRACE_S) and each body-taking route's limit in bytes (413 past it).
+ */
+function connectionLimits(app: FastifyInstance, deps: ServerDeps) {
+  const fallback = Math.floor(deps.config.bodyLimitMb * 1024 * 1024);
+  const bodies = (openApiStatus(app)?.routes ?? []).filter((r) => r.method === "POST")
+    .map((r) => [`POST ${r.url}`, r.bodyLimit ?? fallback] as const);
+  return {
+    headers_timeout_s: deps.config.headersTimeout,
+    body_timeout_s: deps.config.bodyTimeout,
+    max_connections: deps.config.maxConnections,
+    shutdown_grace_s: deps.config.shutdownGrace,
+    body_bytes: Object.fromEntries(bodies.sort(([a], [b]) => a.localeCompare(b))),
   };
 }
