@@ -8,17 +8,12 @@ import {RESPONSE_SCHEMAS, ref, type JsonSchema} from "./shapes.ts";
 import {ROUTE_DOCS, type RouteDoc} from "./registry.ts";
 import {BUDGET_ALIASES} from "../fields/common.ts";
 import {isOpenRoute} from "../auth.ts";
+import type {RegisteredRoute} from "../registered-routes.ts";
 import {FROM_HEADER, KEEP_HEADER, SESSION_NAME_PATTERN} from "../fields/session-headers.ts";
 
 const SESSION_NAME: JsonSchema = {type: "string", pattern: SESSION_NAME_PATTERN};
 
-export interface RegisteredRoute {
-  method: string;
-  /** Fastify's path (`/responses/:id`). */
-  url: string;
-  /** The route's own body limit in bytes, when it sets one (the transcription route); else the server's. */
-  bodyLimit?: number;
-}
+export type {RegisteredRoute} from "../registered-routes.ts";
 
 export interface DocumentOptions {
   version: string;

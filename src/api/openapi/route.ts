@@ -6,7 +6,8 @@
 import type {FastifyInstance} from "fastify";
 import type {Logger} from "../../observability/log.ts";
 import {hasOwnErrorShape} from "../server.ts";
-import {buildOpenApiDocument, type RegisteredRoute} from "./document.ts";
+import {buildOpenApiDocument} from "./document.ts";
+import {trackRoutes, type RegisteredRoute} from "../registered-routes.ts";
 
 export interface OpenApiOptions {
   version: string;
@@ -15,17 +16,6 @@ export interface OpenApiOptions {
   /** SVC_BODY_LIMIT_MB in bytes. */
   bodyLimitBytes: number;
   logger: Logger;
-}
-
-/** Collects the routes registered from now on; returns the live list (read it after `ready`). */
-export function collectRoutes(app: FastifyInstance): RegisteredRoute[] {
-  const routes: RegisteredRoute[] = [];
-  app.addHook("onRoute", (r) => {
-    for (const method of Array.isArray(r.method) ? r.method : [r.method]) {
-      routes.push({method, url: r.url, ...(r.bodyLimit !== undefined ? {bodyLimit: r.bodyLimit} : {})});
-    }
-  });
-  return routes;
 }
 
 export interface OpenApiStatus {
@@ -43,7 +33,7 @@ export function openApiStatus(app: FastifyInstance): OpenApiStatus | undefined {
 }
 
 export function installOpenApi(app: FastifyInstance, opts: OpenApiOptions): void {
-  const status: OpenApiStatus = {routes: collectRoutes(app), undocumented: []};
+  const status: OpenApiStatus = {routes: trackRoutes(app), undocumented: []};
   statuses.set(app, status);
   let body: string | null = null;
   app.addHook("onReady", async () => {

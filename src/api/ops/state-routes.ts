@@ -11,7 +11,7 @@ import type {ServerDeps} from "../deps.ts";
 import type {SideModels} from "../../side-models/side-models.ts";
 import {ROUTE_OF_KIND} from "../../side-models/registry.ts";
 import type {ChatTemplate} from "../../templates/chat-template.ts";
-import {openApiStatus} from "../openapi/route.ts";
+import {registeredRoutes} from "../registered-routes.ts";
 
 /** Request fields the generation routes of this build read (the rest are accepted and ignored). */
 export const SUPPORTED_FIELDS = {
@@ -248,7 +248,7 @@ function sideModelsHealth(side: SideModels) {
  */
 function connectionLimits(app: FastifyInstance, deps: ServerDeps) {
   const fallback = Math.floor(deps.config.bodyLimitMb * 1024 * 1024);
-  const bodies = (openApiStatus(app)?.routes ?? []).filter((r) => r.method === "POST")
+  const bodies = registeredRoutes(app).filter((r) => r.method === "POST")
     .map((r) => [`POST ${r.url}`, r.bodyLimit ?? fallback] as const);
   return {
     headers_timeout_s: deps.config.headersTimeout,
