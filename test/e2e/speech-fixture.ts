@@ -1,4 +1,4 @@
-// Shared by the speech tests (test/e2e/speech.test.ts, test/slow/speech-layouts.test.ts): the sentences, the voice, the
+// Shared by the speech tests (test/slow/speech.test.ts, test/slow/speech-layouts.test.ts): the sentences, the voice, the
 // server and a transcription call, and every WAV layout users send with its word-error bound. Below, the original
 // file header.
 //

@@ -1,4 +1,4 @@
-// The speech route's other WAV layouts (test/e2e/speech.test.ts checks 8 kHz and 44.1 kHz float on every npm test)
+// The speech route's other WAV layouts (test/slow/speech.test.ts checks 8 kHz and 44.1 kHz float)
 // and a recording longer than one 30 s window, transcribed window by window: each is seconds of Whisper on 2 cores.
 
 import assert from "node:assert/strict";

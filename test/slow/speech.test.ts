@@ -3,14 +3,15 @@
 // response formats, languages, the route's counters, every refusal at its edge, and the engine's process killed
 // mid-request (503, restarted by its supervisor, the next request served). The other layouts and a
 // recording longer than one 30 s window are in test/slow/speech-layouts.test.ts (each transcription is seconds of
-// Whisper on 2 cores). What is shared, and how the speech is made: test/e2e/speech-fixture.ts.
+// Whisper on 2 cores). This file is in the slow tier: its transcriptions took 85-92 s of npm test's 8 minutes. What
+// is shared, and how the speech is made: test/e2e/speech-fixture.ts.
 
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
 import {toFile} from "openai";
 import {get} from "../../support/server.ts";
 import {wordErrorRate} from "../../support/word-error-rate.ts";
-import {MODEL, refused, SENTENCES, speech, startSpeech, transcribe, WER_BOUND, layoutTests} from "./speech-fixture.ts";
+import {MODEL, refused, SENTENCES, speech, startSpeech, transcribe, WER_BOUND, layoutTests} from "../e2e/speech-fixture.ts";
 
 /** The layouts this tier checks; test/slow/speech-layouts.test.ts checks the rest. */
 const E2E_LAYOUTS = ["8 kHz 16-bit mono", "44.1 kHz 32-bit float mono"];
