@@ -9,6 +9,8 @@ import {buildSegments, Markers, type LocatedText, type Segment} from "./segments
 import {templateMessages, templateTools, type InputOptions} from "./template-input.ts";
 import {isReservedName, TemplateRenderError} from "./template-env.ts";
 import type {Role, TemplateMessage, TemplateToolCall, WrittenPiece} from "../core/messages.ts";
+import {deriveCallSyntax, type Derivation} from "./derive-syntax.ts";
+import {derivedFamily} from "./families/derived.ts";
 import {engineFails, probeCallWithText, probeReplyHeader, probeToolCall, selfCheck, type CallInput, type Renders} from "./template-probes.ts";
 
 export {TemplateRenderError};
@@ -66,6 +68,8 @@ export class ChatTemplate {
   private callInput: CallInput = {asObject: false, nullContent: false};
   /** Detected at creation from the template text, how it renders a call, and the GGUF metadata. */
   family: ModelFamily = generic;
+  /** For a template no family file knows: the call syntax read from its renders, or why none could be. */
+  derivation: Derivation | null = null;
   /** The text that opens an assistant turn (what add_generation_prompt appends), or null when not plain. */
   replyHeader: string | null = null;
   /** Which earlier turns' tool calls the template shows: "all", only turns without text, or "none" (Granite 3.3,
@@ -96,6 +100,11 @@ export class ChatTemplate {
     let probe = probeToolCall(template, set);
     template.family = detectFamily({source, architecture: opts.metadata?.architecture ?? null, modelName: opts.metadata?.modelName ?? null,
       renderedCall: probe.rendered});
+    // No family file knows it, yet it writes calls: read its syntax from how it renders them.
+    if (template.family === generic && template.supportsTools && probe.rendered !== null) {
+      template.derivation = template.deriveSyntax();
+      if (template.derivation.syntax) template.family = derivedFamily(template.derivation.syntax, template.derivation.parallel);
+    }
     const wanted = template.family.input.argumentsAsObject;
     if (wanted !== undefined && wanted !== probe.asObject) probe = probeToolCall(template, set, wanted);
     template.rendersCalls = probe.rendered === null ? "none" : probeCallWithText(template) ? "all" : "without-text";
@@ -112,6 +121,11 @@ export class ChatTemplate {
   /** "ok", or why the template failed the self-check run at creation. */
   get check(): "ok" | string {
     return this.checkResult;
+  }
+
+  /** The call syntax the template's own renders show (derive-syntax.ts), whatever family file matches it. */
+  deriveSyntax(): Derivation {
+    return deriveCallSyntax(this);
   }
 
   /** Tool-call arguments reach the template as a parsed object rather than the client's JSON string. */

@@ -205,7 +205,7 @@ function chatTemplateHealth(template: ChatTemplate | null, ggufHasOne: boolean) 
     sha256: template.sha256,
     check: template.check,
     engine: template.engine,
-    family: {id: template.family.id, name: template.family.name},
+    family: {id: template.family.id, name: template.family.name, derivation: derivationHealth(template)},
   };
 }
 
@@ -257,4 +257,14 @@ function connectionLimits(app: FastifyInstance, deps: ServerDeps) {
     shutdown_grace_s: deps.config.shutdownGrace,
     body_bytes: Object.fromEntries(bodies.sort(([a], [b]) => a.localeCompare(b))),
   };
+}
+
+/**
+ * For a template no family file matches (family `derived` or `generic`): the call syntax read from its renders, or
+ * why none could be read; null when a family file matched or the template renders no tools.
+ */
+function derivationHealth(template: ChatTemplate) {
+  const d = template.derivation;
+  if (d === null) return null;
+  return d.syntax ? {markers: d.syntax, parallel_calls: d.parallel} : {reason: d.reason};
 }
