@@ -9,7 +9,7 @@ import {buildSegments, Markers, type LocatedText, type Segment} from "./segments
 import {templateMessages, templateTools, type InputOptions} from "./template-input.ts";
 import {isReservedName, TemplateRenderError} from "./template-env.ts";
 import type {Role, TemplateMessage, TemplateToolCall, WrittenPiece} from "../core/messages.ts";
-import {engineFails, probeCallWithText, probeReplyHeader, probeToolCall, selfCheck, type CallInput, type Renders} from "./template-probes.ts";
+import {engineFails, probeCallWithText, probeReplyHeader, probeToolCall, selfCheck, startProbe, type CallInput, type Renders} from "./template-probes.ts";
 
 export {TemplateRenderError};
 export type {NativeJinjaFactory};
@@ -63,6 +63,7 @@ export class ChatTemplate {
   /** The template has an enable_thinking switch (it is passed as true unless the request turns it off). */
   readonly supportsThinking: boolean;
   private checkResult = "ok";
+  private startResult: string | null = null;
   private callInput: CallInput = {asObject: false, nullContent: false};
   /** Detected at creation from the template text, how it renders a call, and the GGUF metadata. */
   family: ModelFamily = generic;
@@ -100,6 +101,7 @@ export class ChatTemplate {
     if (wanted !== undefined && wanted !== probe.asObject) probe = probeToolCall(template, set, wanted);
     template.rendersCalls = probe.rendered === null ? "none" : probeCallWithText(template) ? "all" : "without-text";
     template.checkResult = selfCheck(template);
+    template.startResult = startProbe(template);
     template.replyHeader = probeReplyHeader(template);
     return template;
   }
@@ -112,6 +114,12 @@ export class ChatTemplate {
   /** "ok", or why the template failed the self-check run at creation. */
   get check(): "ok" | string {
     return this.checkResult;
+  }
+
+  /** null, or why the template cannot serve a chat at all (the start probe, template-probes.ts: what it sent and the
+   * error); the start stops then (load-models.ts). */
+  get startProblem(): string | null {
+    return this.startResult;
   }
 
   /** Tool-call arguments reach the template as a parsed object rather than the client's JSON string. */
