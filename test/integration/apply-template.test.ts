@@ -182,7 +182,8 @@ describe("a model without a usable chat template", () => {
   });
 
   test("a GGUF template that does not parse stops the start, naming the model file, tokenizer.chat_template, the line and the error", async () => {
-    await assert.rejects(startInProcessApp({env: {SVC_PARALLEL: "1"}, engine: {chatTemplate: "{%- for m in messages %}\n{{ m.content }}\n{%- if m.role %}\n{%- endfor %}\n"}}),
+    const broken = "{%- for m in messages %}\n{{ m.content }}\n{%- if m.role %}\n{%- endfor %}\n";
+    await assert.rejects(startInProcessApp({env: {SVC_PARALLEL: "1"}, engine: {chatTemplate: broken}}),
       (err: unknown) => {
         assert.ok(err instanceof UnusableTemplateError, String(err));
         assert.match(err.message, new RegExp("^the model's own chat template cannot be used: engine-double, tokenizer.chat_template: line 4: " +
