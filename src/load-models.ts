@@ -67,13 +67,28 @@ export interface TemplateInputs {
   native?: NativeJinjaFactory;
   /** SVC_CHAT_TEMPLATE's file, which replaces the GGUF's template; null: the GGUF's. */
   file: TemplateFile | null;
+  /** The model file, named when its own template cannot be used. */
+  modelPath?: string;
   logger: Logger;
 }
 
 /**
- * The main model's chat template. The GGUF's own one that is missing or does not parse gives null (a warning; the
- * chat routes refuse, /v1/completions works); SVC_CHAT_TEMPLATE's file that does not parse stops the start
- * (ConfigError), since the operator asked for it. A self-check failure only warns either way.
+ * The GGUF's own template cannot serve the chat routes (it does not parse, or fails the start probe): main.ts prints
+ * the message and stops the start with exit code 2, as for a bad SVC_CHAT_TEMPLATE file.
+ */
+export class UnusableTemplateError extends Error {
+  override name = "UnusableTemplateError";
+}
+
+const GIVE_ONE = "give a working template with SVC_CHAT_TEMPLATE=<file> (or --chat-template-file <file>)";
+
+/**
+ * The main model's chat template. A template that does not parse, or that parses but fails the start probe (it cannot
+ * render a user message: template-probes.ts startProbe), stops the start, whatever its source: SVC_CHAT_TEMPLATE's
+ * file with a ConfigError naming the setting, the GGUF's own with an UnusableTemplateError naming the model file and
+ * `tokenizer.chat_template`; both with the line (when the template does not parse) and the renderer's error. A GGUF
+ * without any template gives null on purpose (a warning; the chat routes refuse, /v1/completions works: base models
+ * have none). A failed self-check (a fuller conversation) only warns, and /health reports it.
  */
 export function loadChatTemplate(inputs: TemplateInputs): ChatTemplate | null {
   const {info, file, logger} = inputs;
@@ -83,17 +98,20 @@ export function loadChatTemplate(inputs: TemplateInputs): ChatTemplate | null {
     return null;
   }
   const origin = file ? file.path : GGUF_TEMPLATE_ORIGIN;
+  const refuse = (problem: string): never => {
+    if (file) throw templateFileError(file.path, `${problem}; fix the template, ${USE_OWN}`);
+    throw new UnusableTemplateError(`the model's own chat template cannot be used: ${inputs.modelPath ?? "the model file"}, ` +
+      `tokenizer.chat_template: ${problem}; ${GIVE_ONE}`);
+  };
   let template: ChatTemplate;
   try {
     template = ChatTemplate.create(source, {bosToken: info.bosText, eosToken: info.eosText, origin, native: inputs.native,
       metadata: {architecture: info.architecture, modelName: info.modelName}});
   } catch (err) {
     if (!(err instanceof TemplateRenderError)) throw err;
-    if (file) throw templateFileError(file.path, `${parseFailure(err)}; fix the template, ${USE_OWN}`);
-    logger.warn("the model's chat template cannot be used; /v1/chat/completions will refuse requests (SVC_CHAT_TEMPLATE can replace it)",
-      {error: err.message});
-    return null;
+    return refuse(parseFailure(err));
   }
+  if (template.startProblem !== null) refuse(`parses, but ${template.startProblem}`);
   const fields = {source: file ? file.path : "gguf", family: template.family.id, engine: template.engine, sha256: template.sha256};
   if (template.check !== "ok") logger.warn("chat template self-check failed", {...fields, check: template.check});
   else logger.info("chat template", fields);
@@ -133,7 +151,8 @@ export async function loadModels(config: Config, logger: Logger): Promise<Loaded
   });
   const beyond = beyondTrainingWarning(engine.info.contextSize, engine.info.trainContextSize, engine.info.ropeScaling);
   if (beyond) logger.warn(beyond);
-  const template = loadChatTemplate({info: engine.info, native: nativeJinja(engine.llama), file: templateFile, logger});
+  const template = loadChatTemplate({info: engine.info, native: nativeJinja(engine.llama), file: templateFile, modelPath: resolved.path,
+    logger});
   const main = buildModelHandle({
     identity: {id: config.modelId, path: resolved.path, sha256: resolved.sha256, source: resolved.source},
     engine,
@@ -173,7 +192,8 @@ async function loadRemote(config: Config, urls: string[], resolved: Awaited<Retu
     if (err instanceof ReplicaSetupError) throw new ConfigError([err.message]);
     throw err;
   }
-  const template = loadChatTemplate({info: engine.info, native: nativeJinja(engine.vocabulary.llama), file: templateFile, logger});
+  const template = loadChatTemplate({info: engine.info, native: nativeJinja(engine.vocabulary.llama), file: templateFile,
+    modelPath: resolved.path, logger});
   const identity = {model: await modelIdentity(resolved.path, resolved.sha256), engine: "llama-server replica slots", replicas: urls.join(",")};
   const main = buildModelHandle({
     identity: {id: config.modelId, path: resolved.path, sha256: resolved.sha256, source: resolved.source},

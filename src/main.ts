@@ -4,7 +4,7 @@
 import {VERSION, createApp} from "./app.ts";
 import {CommandLineError, parseCommandLine} from "./cli/flags.ts";
 import {helpText} from "./cli/help.ts";
-import {loadModels} from "./load-models.ts";
+import {loadModels, UnusableTemplateError} from "./load-models.ts";
 import {ConfigError, loadConfig} from "./config/config.ts";
 import {ModelSourceError} from "./models/resolve.ts";
 import {createLogger} from "./observability/log.ts";
@@ -40,6 +40,11 @@ async function main(): Promise<void> {
   } catch (err) {
     // A setting that names a file (SVC_CHAT_TEMPLATE) is found bad only when it is read.
     if (err instanceof ConfigError) refuseSettings(err);
+    if (err instanceof UnusableTemplateError) {
+      // As a bad SVC_CHAT_TEMPLATE file: the same exit code, since the remedy is that setting.
+      process.stderr.write(`svc: ${err.message}\nsvc: not started\n`);
+      process.exit(2);
+    }
     if (err instanceof ModelSourceError) {
       logger.error(`no model: ${err.message}`);
       process.exit(3);

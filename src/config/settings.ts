@@ -123,7 +123,8 @@ export const SETTINGS = {
     rule: "must be the path of a Jinja chat template file",
     doc: "A Jinja chat template file (`~` expanded) used for the main model instead of the " +
       "GGUF's own (`tokenizer.chat_template`), for models whose template is missing or " +
-      "broken. A file that cannot be read or does not parse stops the start, naming the line; " +
+      "broken. A file that cannot be read, does not parse or fails the start probe stops the start (exit code 2), naming " +
+      "the line, as the GGUF's own template does; " +
       "`/health` → `chat_template.source` shows which template is in use (see Chat templates)."}),
   host: s({name: "SVC_HOST", shown: "`127.0.0.1`", fallback: () => "127.0.0.1", parse: text({nonEmpty: true, noSpace: true}),
     rule: "must be a host name or address", doc: "Address to listen on (`0.0.0.0` for all interfaces)."}),

@@ -238,15 +238,22 @@ function structuralProblem(parameters: unknown): {reason: string; path: string} 
  * Whether a strict tool's arguments can be enforced. Not when: the top level is not one object schema;
  * it allows undeclared parameters; it has more than MAX_STRICT_PARAMETERS parameters; it uses a refused
  * keyword other than pattern/format (the reason names the keyword and its path); or it does not compile
- * within the budgets. With `syntax`, that syntax's own limits count too (parameter names the xml shape or
- * Gemma cannot write, values Gemma cannot write, its first argument phase within the budgets).
+ * within the budgets.
+ *
+ * With `syntax` (the model family's, as the server decides it), the parameters are counted and compiled the way that
+ * syntax writes them, one parameter per phase: the first argument phase holds every parameter (each later phase holds
+ * fewer), so the verdict is that phase's: its names (the xml shape's markup, Gemma's bare keys, nested ones too), its
+ * values (raw text for the xml shape's string parameters, a listed value that cannot be written left out and none
+ * writable refused; Gemma's notation; JSON for the rest), its refused keywords and its budgets. The arguments as one
+ * JSON object are not compiled then: no syntax writes them under one grammar. Without `syntax`, that JSON compile
+ * stands in for it.
  */
 export function strictEligibility(parameters: unknown, syntax?: CallSyntax, compile?: CompileOptions): Eligibility {
   const problem = structuralProblem(parameters);
   if (problem !== null) return {enforce: false, reason: problem.reason};
   try {
-    compileSchema(parameters, {...compile, toolSchema: true});
-    if (syntax !== undefined) argumentGrammar(syntax, {name: "eligibility", parameters, strict: true}, [], compile);
+    if (syntax === undefined) compileSchema(parameters, {...compile, toolSchema: true});
+    else argumentGrammar(syntax, {name: "eligibility", parameters, strict: true}, [], compile);
   } catch (err) {
     if (!(err instanceof SchemaError)) throw err;
     if (err.keyword !== null) {

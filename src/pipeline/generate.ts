@@ -20,6 +20,7 @@ import {callSyntaxOf, familyOf, planReply, type ReplyPlan} from "./reply-plan.ts
 import {ReplySteering} from "./steering.ts";
 import {StopMatcher} from "./stop-strings.ts";
 import {compileResponseFormat, type StructuredOutput} from "./response-format.ts";
+import {strictEligibility, type Eligibility} from "../grammar/index.ts";
 
 export interface PipelineOptions {
   queueTimeoutMs: number;
@@ -272,6 +273,15 @@ export class GenerationPipeline {
   }
 
   private readonly replyTokens = (text: string): readonly number[] | undefined => this.spelled.get(text);
+
+  /**
+   * Whether a strict tool's arguments can be enforced on this model: counted and compiled the way the call syntax its
+   * replies use writes them (the family's own, or the generic form for a template that cannot show tools), so the
+   * decoders' verdict, logged and counted, is the one the steering serves (tool-call-grammars.ts).
+   */
+  strictEligibility(parameters: unknown): Eligibility {
+    return strictEligibility(parameters, callSyntaxOf(this.template).syntax);
+  }
 
   countPromptTokens(req: GenerationRequest): number {
     // A request this pipeline would refuse for its schema is refused when counted too (as before the schema

@@ -74,7 +74,8 @@ export function createToolCallGrammars(syntax: CallSyntax | null, tools: ToolsRe
 }
 
 /** A strict tool this syntax cannot enforce (a parameter name its markup cannot hold, a key Gemma cannot
- * write) is served as a non-strict one, as strictEligibility would have decided with the syntax in hand. */
+ * write) is served as a non-strict one. The decoders already asked this model's pipeline (strictEligibility with this
+ * syntax: logged and counted there), so this is a guard that agrees with them. */
 function servedAs(syntax: CallSyntax, spec: ToolSpec): ToolSpec {
   if (!spec.strict) return spec;
   try {

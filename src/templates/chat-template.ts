@@ -11,7 +11,7 @@ import {isReservedName, TemplateRenderError} from "./template-env.ts";
 import type {Role, TemplateMessage, TemplateToolCall, WrittenPiece} from "../core/messages.ts";
 import {deriveCallSyntax, type Derivation} from "./derive-syntax.ts";
 import {derivedFamily} from "./families/derived.ts";
-import {engineFails, probeCallWithText, probeReplyHeader, probeToolCall, selfCheck, type CallInput, type Renders} from "./template-probes.ts";
+import {engineFails, probeCallWithText, probeReplyHeader, probeToolCall, selfCheck, startProbe, type CallInput, type Renders} from "./template-probes.ts";
 
 export {TemplateRenderError};
 export type {NativeJinjaFactory};
@@ -65,6 +65,7 @@ export class ChatTemplate {
   /** The template has an enable_thinking switch (it is passed as true unless the request turns it off). */
   readonly supportsThinking: boolean;
   private checkResult = "ok";
+  private startResult: string | null = null;
   private callInput: CallInput = {asObject: false, nullContent: false};
   /** Detected at creation from the template text, how it renders a call, and the GGUF metadata. */
   family: ModelFamily = generic;
@@ -109,6 +110,7 @@ export class ChatTemplate {
     if (wanted !== undefined && wanted !== probe.asObject) probe = probeToolCall(template, set, wanted);
     template.rendersCalls = probe.rendered === null ? "none" : probeCallWithText(template) ? "all" : "without-text";
     template.checkResult = selfCheck(template);
+    template.startResult = startProbe(template);
     template.replyHeader = probeReplyHeader(template);
     return template;
   }
@@ -126,6 +128,12 @@ export class ChatTemplate {
   /** The call syntax the template's own renders show (derive-syntax.ts), whatever family file matches it. */
   deriveSyntax(): Derivation {
     return deriveCallSyntax(this);
+  }
+
+  /** null, or why the template cannot serve a chat at all (the start probe, template-probes.ts: what it sent and the
+   * error); the start stops then (load-models.ts). */
+  get startProblem(): string | null {
+    return this.startResult;
   }
 
   /** Tool-call arguments reach the template as a parsed object rather than the client's JSON string. */

@@ -1,6 +1,7 @@
 // Small renders run once when a template is loaded, to learn what its text does not say plainly: whether it
 // expects tool-call arguments as an object, how it writes a call (family detection reads it), what opens an
-// assistant turn, and whether a plain conversation survives it (the self-check /health reports).
+// assistant turn, whether a plain conversation survives it (the self-check /health reports), and whether it can
+// serve a chat at all (the start probe: a template that fails it stops the start).
 
 import type {RenderOptions, TemplateMessage} from "./chat-template.ts";
 import {TemplateRenderError} from "./template-env.ts";
@@ -146,4 +147,32 @@ export function selfCheck(t: Renders): string {
     return `continue-final probe fails to render: ${(err as Error).message}`;
   }
   return "ok";
+}
+
+/** The start probe's conversations, in order: one user message; then, for a template that insists on one, a system
+ * message before it. Every chat template can render one of them (all 70 that llama.cpp ships do). */
+const START_PROBES: TemplateMessage[][] = [[QUESTION], [{role: "system", content: "svc probe system text"}, QUESTION]];
+
+/** A probe conversation as the start's message shows it: `[user "svc probe question"]`. */
+function sent(messages: TemplateMessage[]): string {
+  return `[${messages.map((m) => `${m.role} ${JSON.stringify(m.content)}`).join(", ")}] with add_generation_prompt`;
+}
+
+/**
+ * The least a chat template must do to serve the chat routes: render a user message (alone, or after a system
+ * message) with the assistant turn opened, the user's text in the prompt. null when it does; otherwise what each
+ * probe conversation was and how it failed. Unlike the self-check (selfCheck), a failure here stops the start.
+ */
+export function startProbe(t: Renders): string | null {
+  const failures: string[] = [];
+  for (const messages of START_PROBES) {
+    try {
+      const {text} = t.render(messages, {addGenerationPrompt: true, continueFinalMessage: false});
+      if (text.includes(QUESTION.content)) return null;
+      failures.push(`${sent(messages)}, and the prompt it made lacks the user's text`);
+    } catch (err) {
+      failures.push(`${sent(messages)}, and the template failed: ${(err as Error).message}`);
+    }
+  }
+  return `the start probe sent ${failures.join("; then ")}`;
 }

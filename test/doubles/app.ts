@@ -64,7 +64,8 @@ export async function startInProcessApp(opts: InProcessOptions = {}): Promise<In
   });
   // As load-models.ts makes it (SVC_CHAT_TEMPLATE's file or the double's "GGUF" template), on the JS engine only: the
   // double has no llama.cpp addon, so a template only llama.cpp's Jinja engine runs does not load here.
-  const template = loadChatTemplate({info: engine.info, file: config.chatTemplate ? readTemplateFile(config.chatTemplate) : null, logger});
+  const template = loadChatTemplate({info: engine.info, file: config.chatTemplate ? readTemplateFile(config.chatTemplate) : null, modelPath: "engine-double",
+    logger});
   // As load-models.ts builds them, with no directory (a temp dir the registry removes on close).
   const sessions = config.fork
     ? await HandleRegistry.open({dir: null, maxHandles: config.forkHandles, ttlS: config.forkTtl, logger,

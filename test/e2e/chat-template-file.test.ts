@@ -1,7 +1,8 @@
 // SVC_CHAT_TEMPLATE on the real server and the test model: a small ChatML file (Hermes-style tools) replaces the
 // model's own template, SmolLM2's (/health's source, sha256 and family; the prompt of a chat request, seen through
 // /apply-template), and a file that is missing or does not parse stops the start with exit code 2 and a line
-// naming the file (and the line). What /apply-template and /health do over every template is in
+// naming the file (and the line). So does the GGUF's own template (a scripted model carrying a broken one) when it
+// does not parse or fails the start probe. What /apply-template and /health do over every template is in
 // integration/apply-template.test.ts.
 
 import assert from "node:assert/strict";
@@ -14,6 +15,7 @@ import {fileURLToPath} from "node:url";
 import {after, before, describe, test} from "node:test";
 import {get, post, startServer, type RunningServer} from "../../support/server.ts";
 import {testModelPath} from "../../support/test-model.ts";
+import {writeScriptedModel} from "../fixtures/scripted-model/build.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 
@@ -104,5 +106,31 @@ describe("a template file that cannot be used stops the start", () => {
     const lines = r.stderr.split("\n").filter((l) => l.includes(broken));
     assert.equal(lines.length, 1, r.stderr);
     assert.match(lines[0]!, new RegExp(`^svc: bad setting SVC_CHAT_TEMPLATE="${broken}": line 4: does not parse: .*endfor.*; fix the template, or unset SVC_CHAT_TEMPLATE to use the model's own template$`));
+  });
+});
+
+describe("the GGUF's own template that cannot be used stops the start", () => {
+  // A small scripted model (its template is any text we give): the start stops right after it loads. One start (about
+  // 11 s here); a template that parses but fails the start probe takes the same path out of main.ts, and its message is
+  // checked in integration/apply-template.test.ts.
+  const LONE_NEWLINE = 198;
+  const IM_END = 2;
+  async function startWithOwnTemplate(name: string, chatTemplate: string) {
+    const model = join(dir, `${name}.gguf`);
+    await writeScriptedModel(model, {chatTemplate, trigger: LONE_NEWLINE, script: [IM_END]});
+    const r = spawnSync(process.execPath, ["--import", "tsx", "src/main.ts"], {cwd: ROOT, encoding: "utf8", timeout: 120_000,
+      env: {...process.env, UV_THREADPOOL_SIZE: "1", SVC_PORT: "0", SVC_CTX_SIZE: "2048", SVC_PARALLEL: "1", SVC_PROGRESS: "lines", SVC_MODEL: model,
+        SVC_CHAT_TEMPLATE: ""}});
+    return {model, r};
+  }
+
+  test("a syntax error: exit code 2, one line naming the model file, tokenizer.chat_template, the line, the error and the way out", async () => {
+    const {model, r} = await startWithOwnTemplate("broken-own", "{%- for m in messages %}\n{{- m.content }}\n{%- if m.role %}\n{%- endfor %}\n");
+    assert.equal(r.status, 2, r.stderr);
+    const lines = r.stderr.split("\n").filter((l) => l.startsWith("svc: ") && l.includes(model));
+    assert.equal(lines.length, 1, r.stderr);
+    assert.match(lines[0]!, new RegExp(`^svc: the model's own chat template cannot be used: ${model}, tokenizer.chat_template: line 4: does not parse: ` +
+      ".*endfor.*; give a working template with SVC_CHAT_TEMPLATE=<file> \\(or --chat-template-file <file>\\)$"));
+    assert.match(r.stderr, /^svc: not started$/m);
   });
 });

@@ -2,8 +2,8 @@
 // returns is exactly the one the chat route hands the engine (tools, thinking switch, continue_final_message
 // included), its body gets the chat route's 400s, it needs the key like every other route, and nothing is
 // decoded. SVC_CHAT_TEMPLATE replaces the double's "GGUF" template (source, sha256, family, /props text), and a
-// template file that cannot be read or parsed is refused naming the file and the line. The real server and
-// model are in e2e/chat-template-file.test.ts.
+// template, file or GGUF's own, that cannot be read, parsed or pass the start probe is refused naming where it came
+// from and the line. The real server and model are in e2e/chat-template-file.test.ts.
 
 import assert from "node:assert/strict";
 import {createHash} from "node:crypto";
@@ -12,7 +12,7 @@ import {tmpdir} from "node:os";
 import {join} from "node:path";
 import {after, before, describe, test} from "node:test";
 import {ConfigError} from "../../src/config/config.ts";
-import {loadChatTemplate, readTemplateFile} from "../../src/load-models.ts";
+import {loadChatTemplate, readTemplateFile, UnusableTemplateError} from "../../src/load-models.ts";
 import {createLogger, createMemoryLogger} from "../../src/observability/log.ts";
 import {startInProcessApp, type InProcessApp} from "../doubles/app.ts";
 import {CHATML_TEMPLATE} from "../doubles/engine-double.ts";
@@ -181,17 +181,37 @@ describe("a model without a usable chat template", () => {
     }
   });
 
-  test("a GGUF template that does not parse only warns; /health names the source and the way out", async () => {
-    const server = await startInProcessApp({env: {SVC_PARALLEL: "1"}, engine: {chatTemplate: "{% for m in messages %}{{ m.content }}"}, captureLogs: true});
-    try {
-      await server.waitForLog(/warn the model's chat template cannot be used/);
-      const h = (await server.get("/health")).body.chat_template;
-      assert.equal(h.source, "gguf");
-      assert.match(h.check, /does not parse.*SVC_CHAT_TEMPLATE/);
-      assert.equal((await server.post("/apply-template", {messages: [user("Hi")]})).status, 400);
-    } finally {
-      await server.close();
-    }
+  test("a GGUF template that does not parse stops the start, naming the model file, tokenizer.chat_template, the line and the error", async () => {
+    const broken = "{%- for m in messages %}\n{{ m.content }}\n{%- if m.role %}\n{%- endfor %}\n";
+    await assert.rejects(startInProcessApp({env: {SVC_PARALLEL: "1"}, engine: {chatTemplate: broken}}),
+      (err: unknown) => {
+        assert.ok(err instanceof UnusableTemplateError, String(err));
+        assert.match(err.message, new RegExp("^the model's own chat template cannot be used: engine-double, tokenizer.chat_template: line 4: " +
+          "does not parse: .*endfor.*; give a working template with SVC_CHAT_TEMPLATE=<file> \\(or --chat-template-file <file>\\)$"));
+        return true;
+      });
+  });
+
+  test("a GGUF template that parses but fails the start probe stops the start, saying what the probe sent and the error", async () => {
+    await assert.rejects(startInProcessApp({env: {SVC_PARALLEL: "1"}, engine: {chatTemplate: "{{ raise_exception('svc refuses every chat') }}"}}),
+      (err: unknown) => {
+        assert.ok(err instanceof UnusableTemplateError, String(err));
+        assert.equal(err.message, "the model's own chat template cannot be used: engine-double, tokenizer.chat_template: parses, but the start probe " +
+          'sent [user "svc probe question"] with add_generation_prompt, and the template failed: svc refuses every chat; ' +
+          'then [system "svc probe system text", user "svc probe question"] with add_generation_prompt, and the template failed: ' +
+          "svc refuses every chat; give a working template with SVC_CHAT_TEMPLATE=<file> (or --chat-template-file <file>)");
+        return true;
+      });
+    // One that renders without the user's text is as useless.
+    await assert.rejects(startInProcessApp({env: {SVC_PARALLEL: "1"}, engine: {chatTemplate: "{{ bos_token }}hello"}}),
+      /start probe sent \[user "svc probe question"\] with add_generation_prompt, and the prompt it made lacks the user's text; then/);
+  });
+
+  test("a GGUF template that needs a system message starts (the probe's second conversation)", async () => {
+    const needsSystem = "{%- if messages[0].role != 'system' %}{{ raise_exception('a system message comes first') }}{%- endif %}" +
+      "{%- for m in messages %}{{ m.role + ': ' + m.content + '\\n' }}{%- endfor %}";
+    const server = await startInProcessApp({env: {SVC_PARALLEL: "1"}, engine: {chatTemplate: needsSystem}});
+    await server.close();
   });
 });
 
@@ -247,6 +267,17 @@ describe("SVC_CHAT_TEMPLATE", () => {
     await assert.rejects(startInProcessApp({env: {SVC_CHAT_TEMPLATE: broken}}), (err: unknown) => {
       assert.ok(err instanceof ConfigError);
       assert.match(err.problems[0]!, new RegExp(`^SVC_CHAT_TEMPLATE="${broken}": line 4: does not parse: .*endfor.*; fix the template, or unset SVC_CHAT_TEMPLATE`));
+      return true;
+    });
+  });
+
+  test("a file that parses but fails the start probe stops the start, naming the file, what the probe sent and the error", () => {
+    const file = {path: join(dir, "refuses.jinja"), text: "{{ raise_exception('svc refuses every chat') }}"};
+    assert.throws(() => loadChatTemplate({info: {chatTemplate: CHATML_TEMPLATE, bosText: "", eosText: "", architecture: "llama", modelName: null}, file,
+      logger: createLogger("silent")}), (err: unknown) => {
+      assert.ok(err instanceof ConfigError);
+      assert.match(err.problems[0]!, new RegExp(`^SVC_CHAT_TEMPLATE="${file.path}": parses, but the start probe sent \\[user "svc probe question"\\] ` +
+        "with add_generation_prompt, and the template failed: svc refuses every chat; then .*; fix the template, or unset SVC_CHAT_TEMPLATE"));
       return true;
     });
   });

@@ -5,7 +5,7 @@
 
 import {invalidField} from "../../core/errors.ts";
 import type {ToolChoice, ToolDefinition, ToolsRequest} from "../../core/generation.ts";
-import {isToolName, MAX_STRICT_PARAMETERS, strictEligibility} from "../../grammar/index.ts";
+import {isToolName, MAX_STRICT_PARAMETERS, strictEligibility, type Eligibility} from "../../grammar/index.ts";
 import type {Logger} from "../../observability/log.ts";
 import type {Counters} from "../../observability/counters.ts";
 
@@ -32,6 +32,8 @@ export interface ToolsContext {
   logger: Logger;
   counters: Counters;
   requestId: string;
+  /** The model's verdict, by its family's call syntax (DecodeContext.strictEligibility); absent: no particular syntax. */
+  eligibility?: (parameters: unknown) => Eligibility;
 }
 
 export function decodeTools(inputs: ToolInput[], choiceRaw: unknown, parallelRaw: unknown, fields: {choice: string; parallel: string},
@@ -70,9 +72,10 @@ export function decodeTools(inputs: ToolInput[], choiceRaw: unknown, parallelRaw
     const requestReasons = [...ctx.requestReasons];
     if (!ctx.strictEnabled) requestReasons.push("strict tools are turned off on this server (SVC_STRICT_TOOLS=0)");
     if (tools.length > MAX_STRICT_TOOLS) requestReasons.push(`the request has ${tools.length} tools (at most ${MAX_STRICT_TOOLS} are enforced)`);
+    const eligibility = ctx.eligibility ?? ((parameters: unknown) => strictEligibility(parameters));
     for (const t of strict) {
       const verdict = requestReasons.length > 0 ? {enforce: false as const, reason: requestReasons.join("; ")}
-        : strictEligibility(t.parameters ?? {type: "object", properties: {}});
+        : eligibility(t.parameters ?? {type: "object", properties: {}});
       if (verdict.enforce) {
         t.enforced = true;
         continue;

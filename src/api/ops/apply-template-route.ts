@@ -11,6 +11,8 @@ import type {ServerDeps} from "../deps.ts";
 
 export function registerApplyTemplateRoute(app: FastifyInstance, deps: ServerDeps): void {
   app.post("/apply-template", async (req) => {
+    // As the chat route: a side model's id there is the small generation model's own template, or refused naming its route.
+    const model = deps.models.templated(req.body);
     const ctx: ChatDecodeContext = {
       requestId: `tmpl-${randomBytes(12).toString("hex")}`,
       maxTokensCap: deps.config.maxTokensCap,
@@ -18,9 +20,8 @@ export function registerApplyTemplateRoute(app: FastifyInstance, deps: ServerDep
       logger: deps.logger,
       // Nothing is served: a strict tool that would run unenforced is not counted in /health and /metrics.
       counters: newCounters(),
+      strictEligibility: (parameters) => model.handle.pipeline.strictEligibility(parameters),
     };
-    // As the chat route: a side model's id there is the small generation model's own template, or refused naming its route.
-    const model = deps.models.templated(req.body);
     return {prompt: promptOf(model.handle.pipeline.promptText(decodeChat(req.body, ctx, model).request))};
   });
 }

@@ -11,6 +11,7 @@ import {
   strictEligibility, xmlRawParameters, type Boundary, type CallSyntax, type PhaseGrammar,
 } from "../../../src/grammar/index.ts";
 import {grammarAcceptsText} from "../../../src/engine/llama/internals.ts";
+import {FAMILIES} from "../../../src/templates/families/index.ts";
 import {GENERIC_CALLS} from "../../../src/templates/families/generic.ts";
 import {HERMES_CALLS} from "../../../src/templates/families/hermes.ts";
 import {QWEN_XML_CALLS} from "../../../src/templates/families/qwen3-coder.ts";
@@ -289,6 +290,44 @@ describe("strict eligibility", () => {
     const gt = {type: "object", properties: {"a>b": {type: "string"}}};
     assert.equal(strictEligibility(gt, QWEN).enforce, false, "a name with > cannot be a qwen-xml parameter");
     assert.deepEqual(strictEligibility(gt, HERMES), {enforce: true});
+  });
+
+  test("with a family's syntax, parameters are counted and compiled the way it writes them, shape by shape", () => {
+    const syntax = (id: string) => FAMILIES.find((f) => f.id === id)!.calls!;
+    const verdicts = (parameters: unknown, compile?: {maxRules: number}) => Object.fromEntries(FAMILIES.filter((f) => f.calls)
+      .map((f) => [f.id, strictEligibility(parameters, f.calls!, compile).enforce]));
+    const only = (refusedBy: string[]) => Object.fromEntries(FAMILIES.filter((f) => f.calls).map((f) => [f.id, !refusedBy.includes(f.id)]));
+    const reason = (v: ReturnType<typeof strictEligibility>) => (v as {reason: string}).reason;
+    // A parameter name is a JSON string in the json, named and harmony shapes (anything goes), bare markup in the xml shape
+    // (its name-ending character may not appear: ">" in `<parameter=NAME>`) and a bare key in Gemma's notation.
+    const gt = {type: "object", properties: {"a>b": {type: "string"}}};
+    assert.deepEqual(verdicts(gt), only(["gemma4", "seed-oss", "qwen3-coder"]));
+    assert.match(reason(strictEligibility(gt, syntax("qwen3-coder"))),
+      /the parameter name "a>b" cannot be written in this tool-call syntax \(empty, or it holds ">" or a line break\)/);
+    // Nested keys are JSON everywhere but in Gemma's notation.
+    const nested = {type: "object", properties: {o: {type: "object", properties: {"two words": {type: "string"}}, additionalProperties: false}}};
+    assert.deepEqual(verdicts(nested), only(["gemma4"]));
+    // A string parameter is raw text in the xml shape: a listed value holding the value end cannot be written there (left
+    // out when another can be, refused when none can); everywhere else it is a JSON string.
+    const ends = {type: "object", properties: {a: {type: "string", enum: ["x</parameter>", "y</parameter>"]}}};
+    assert.deepEqual(verdicts(ends), only(["minimax-m2", "seed-oss"]));
+    assert.match(reason(strictEligibility(ends, syntax("seed-oss"))), /properties\/a.*no listed value can be written as raw text/);
+    assert.deepEqual(verdicts({type: "object", properties: {a: {type: "string", enum: ["ok", "y</parameter>"]}}}), only([]));
+    // Budgets count the syntax's own phase grammar, not the arguments as one JSON object (which no syntax is held to):
+    // DeepSeek's DSML writes each parameter with more markup than Hermes' JSON.
+    const three = {type: "object", properties: {a: {type: "string", maxLength: 64}, b: {type: "string", enum: ["x", "y"]}, c: {type: "string"}},
+      required: ["a"]};
+    assert.deepEqual(strictEligibility(three, undefined, {maxRules: 10}), {enforce: true});
+    assert.deepEqual(strictEligibility(three, syntax("hermes"), {maxRules: 10}), {enforce: true});
+    assert.match(reason(strictEligibility(three, syntax("deepseek-v3.2"), {maxRules: 10})), /more than 10 rules/);
+    // Refused keywords and the parameter count are the same in every shape, with the same reason.
+    const allOf = {type: "object", properties: {x: {allOf: [{type: "string"}]}}};
+    for (const f of FAMILIES.filter((x) => x.calls)) {
+      assert.deepEqual(strictEligibility(allOf, f.calls!), strictEligibility(allOf), f.id);
+      const many = {type: "object", properties: props(MAX_STRICT_PARAMETERS + 1)};
+      assert.deepEqual(strictEligibility(many, f.calls!), strictEligibility(many), f.id);
+      assert.deepEqual(strictEligibility({type: "object", properties: props(MAX_STRICT_PARAMETERS)}, f.calls!), {enforce: true}, f.id);
+    }
   });
 
   test("argumentGrammar refuses what eligibility refuses; written names must be declared", () => {

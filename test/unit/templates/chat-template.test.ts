@@ -282,6 +282,22 @@ test("self-check: ok for both templates, a reason otherwise, and creation does n
     "\"svc probe first answer\", \"svc probe second question\"");
 });
 
+test("start probe: a user message (or a system message and one) must render with the user's text; what it sent otherwise", () => {
+  assert.equal(smol.startProblem, null);
+  assert.equal(qwen.startProblem, null);
+  // A self-check failure is not a start problem: a template that refuses a system message or drops an answer still starts.
+  assert.equal(inline("{% for m in messages %}{% if m.role == 'system' %}{{ raise_exception('System role not supported') }}{% endif %}" +
+    "{{ m.content }}{% endfor %}").startProblem, null);
+  assert.equal(inline("{% if messages[0].role != 'system' %}{{ raise_exception('system first') }}{% endif %}{% for m in messages %}{{ m.content }}" +
+    "{% endfor %}").startProblem, null);
+  assert.equal(inline("{{ raise_exception('never') }}").startProblem,
+    'the start probe sent [user "svc probe question"] with add_generation_prompt, and the template failed: never; ' +
+    'then [system "svc probe system text", user "svc probe question"] with add_generation_prompt, and the template failed: never');
+  assert.match(inline("{% for m in messages %}{{ m.content | upper }}{% endfor %}").startProblem!,
+    /^the start probe sent \[user "svc probe question"\] with add_generation_prompt, and the prompt it made lacks the user's text; then /);
+  assert.match(inline("{% for m in messages %}{{ m.content.nope() }}{% endfor %}").startProblem!, /and the template failed: chat template error: /);
+});
+
 describe("reply header (where a reply starts inside a rendered assistant turn)", () => {
   test("is what the generation prompt appends; a template that appends nothing has none", () => {
     assert.equal(smol.replyHeader, "<|im_start|>assistant\n");

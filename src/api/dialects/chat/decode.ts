@@ -104,6 +104,7 @@ export function decodeChat(raw: unknown, ctx: ChatDecodeContext, rules: ChatMode
     logger: ctx.logger,
     counters: ctx.counters,
     requestId: ctx.requestId,
+    eligibility: ctx.strictEligibility,
   });
   // `guard` is only admitted here: the streaming guard, a watcher the composition root attaches, reads it from the raw body.
 

@@ -25,7 +25,7 @@ export function registerChatRoutes(app: FastifyInstance, deps: ServerDeps): void
 async function generate(deps: ServerDeps, model: ServedModel, req: FastifyRequest, reply: FastifyReply): Promise<void> {
   const id = `chatcmpl-${randomBytes(12).toString("hex")}`;
   const abort = hangUpSignal(req, reply);
-  const decoded = decodeChat(req.body, decodeContext(deps, id), model);
+  const decoded = decodeChat(req.body, decodeContext(deps, id, model.handle), model);
   // Before the region is waited for, so an over-long prompt is a 400 naming the model's own limit.
   model.checkPrompt?.(model.handle.pipeline.countPromptTokens(decoded.request));
   const who = {id, created: Math.floor(Date.now() / 1000), model: model.id};

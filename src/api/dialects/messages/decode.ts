@@ -169,6 +169,7 @@ export function decodeMessages(raw: unknown, ctx: MessagesDecodeContext, mode: M
     logger: ctx.logger,
     counters: ctx.counters,
     requestId: ctx.requestId,
+    eligibility: ctx.strictEligibility,
   });
   const conversation = decodeConversation(body);
   const stopSequences = decodeStops(body.stop_sequences);

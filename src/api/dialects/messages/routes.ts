@@ -8,6 +8,7 @@ import type {FastifyInstance, FastifyReply, FastifyRequest} from "fastify";
 import {decodeContext} from "../../decode-context.ts";
 import type {ServerDeps} from "../../deps.ts";
 import {hangUpSignal, serveGeneration} from "../../serve-generation.ts";
+import type {ModelHandle} from "../../../pipeline/model-handle.ts";
 import {registerErrorShape} from "../../server.ts";
 import {decodeMessages, LogOnce, type MessagesDecodeContext} from "./decode.ts";
 import {messageBody, messageStreamEncoder} from "./encode.ts";
@@ -17,7 +18,8 @@ import {claudeCodeThread} from "./agent-thread.ts";
 export function registerMessagesRoutes(app: FastifyInstance, deps: ServerDeps): void {
   // One per server (so once per process): what the log has already been told.
   const notes = new LogOnce(deps.logger);
-  const context = (req: FastifyRequest, requestId: string): MessagesDecodeContext => ({...decodeContext(deps, requestId), headers: req.headers, notes});
+  const context = (req: FastifyRequest, requestId: string, model: ModelHandle): MessagesDecodeContext =>
+    ({...decodeContext(deps, requestId, model), headers: req.headers, notes});
 
   const create = async (req: FastifyRequest, reply: FastifyReply) => {
     const id = `msg_${randomBytes(12).toString("hex")}`;
@@ -25,7 +27,7 @@ export function registerMessagesRoutes(app: FastifyInstance, deps: ServerDeps): 
     reply.header("request-id", id);
     const abort = hangUpSignal(req, reply);
     const model = deps.models.mainOnly(req.body);
-    const decoded = decodeMessages(req.body, context(req, id), "create");
+    const decoded = decodeMessages(req.body, context(req, id, model.handle), "create");
     const who = {id, model: model.id, stopSequences: decoded.stopSequences, thinkingDisplay: decoded.thinkingDisplay};
     await serveGeneration(deps, model.handle, req, reply, {
       route: "messages",
@@ -44,7 +46,7 @@ export function registerMessagesRoutes(app: FastifyInstance, deps: ServerDeps): 
   const countTokens = async (req: FastifyRequest, reply: FastifyReply) => {
     const id = `count_${randomBytes(8).toString("hex")}`;
     reply.header("request-id", id);
-    const decoded = decodeMessages(req.body, context(req, id), "count");
+    const decoded = decodeMessages(req.body, context(req, id, deps.main), "count");
     return {input_tokens: deps.main.pipeline.countPromptTokens(decoded.request)};
   };
 

@@ -58,6 +58,7 @@ export function decodeResponses(raw: unknown, ctx: ResponsesDecodeContext): Deco
     logger: ctx.logger,
     counters: ctx.counters,
     requestId: ctx.requestId,
+    eligibility: ctx.strictEligibility,
   });
   // max_tool_calls bounds the reply's calls below the server's own cap (SVC_MAX_TOOL_CALLS).
   const tools = decoded && body.max_tool_calls != null ? {...decoded, maxCalls: body.max_tool_calls} : decoded;

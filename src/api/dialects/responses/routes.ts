@@ -16,7 +16,7 @@ export function registerResponsesRoutes(app: FastifyInstance, deps: ServerDeps):
     const id = newId("resp");
     const model = deps.models.mainOnly(req.body);
     const abort = hangUpSignal(req, reply);
-    const decoded = decodeResponses(req.body, decodeContext(deps, id));
+    const decoded = decodeResponses(req.body, decodeContext(deps, id, model.handle));
     const shell = responseShell({id, createdAt: Math.floor(Date.now() / 1000), model: model.id}, decoded);
     const opts = {summary: decoded.summary, namespaces: decoded.namespaces};
     await serveGeneration(deps, model.handle, req, reply, {
@@ -33,7 +33,7 @@ export function registerResponsesRoutes(app: FastifyInstance, deps: ServerDeps):
 
   // The SDK's client.responses.inputTokens.count: the prompt this body would make, counted, not run.
   const countInputTokens = async (req: FastifyRequest) => {
-    const decoded = decodeResponses(req.body, decodeContext(deps, newId("count")));
+    const decoded = decodeResponses(req.body, decodeContext(deps, newId("count"), deps.main));
     return {object: "response.input_tokens", input_tokens: deps.main.pipeline.countPromptTokens(decoded.request)};
   };
 

@@ -123,6 +123,12 @@ describe("the bundled chat templates", () => {
       assert.ok(text.includes("Hello there"), `${name} renders the user message`);
     }
   });
+
+  test("each passes the start probe, so each starts (Gemma 2's, which refuses a system message, on the user message alone)", () => {
+    const stopped = [...templates].filter(([, t]) => t.startProblem !== null).map(([name, t]) => `${name}: ${t.startProblem}`);
+    assert.deepEqual(stopped, []);
+    assert.equal(templates.size, 70);
+  });
 });
 
 const TOOLS = [
