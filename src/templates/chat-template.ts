@@ -9,7 +9,7 @@ import {buildSegments, Markers, type LocatedText, type Segment} from "./segments
 import {templateMessages, templateTools, type InputOptions} from "./template-input.ts";
 import {isReservedName, TemplateRenderError} from "./template-env.ts";
 import type {Role, TemplateMessage, TemplateToolCall, WrittenPiece} from "../core/messages.ts";
-import {engineFails, probeCallWithText, probeReplyHeader, probeToolCall, selfCheck, type CallInput, type Renders} from "./template-probes.ts";
+import {engineFails, failsOnItems, probeCallWithText, probeReplyHeader, probeToolCall, selfCheck, type CallInput, type Renders} from "./template-probes.ts";
 
 export {TemplateRenderError};
 export type {NativeJinjaFactory};
@@ -59,7 +59,8 @@ export interface TemplateOptions {
 export class ChatTemplate {
   readonly sha256: string;
   readonly supportsDeveloperRole: boolean;
-  readonly supportsTools: boolean;
+  /** The template shows tools (it reads `tools`, or its family's tools text). */
+  supportsTools: boolean;
   /** The template has an enable_thinking switch (it is passed as true unless the request turns it off). */
   readonly supportsThinking: boolean;
   private checkResult = "ok";
@@ -96,6 +97,7 @@ export class ChatTemplate {
     let probe = probeToolCall(template, set);
     template.family = detectFamily({source, architecture: opts.metadata?.architecture ?? null, modelName: opts.metadata?.modelName ?? null,
       renderedCall: probe.rendered});
+    if (template.family.input.toolsText) template.supportsTools = true;
     const wanted = template.family.input.argumentsAsObject;
     if (wanted !== undefined && wanted !== probe.asObject) probe = probeToolCall(template, set, wanted);
     template.rendersCalls = probe.rendered === null ? "none" : probeCallWithText(template) ? "all" : "without-text";
@@ -151,6 +153,7 @@ export class ChatTemplate {
       eos_token: this.eosToken,
     };
     if (opts.tools !== undefined) vars.tools = templateTools(opts.tools, input);
+    if (opts.tools !== undefined && input.needs.toolsText) Object.assign(vars, input.needs.toolsText(vars.tools as unknown[]));
     // Thinking is on unless the request turns it off, as llama.cpp's server does: some templates (DeepSeek V3.1,
     // QwQ as llama.cpp ships it) read an unset switch as off.
     const thinking = opts.enableThinking ?? (this.supportsThinking ? true : undefined);
@@ -192,7 +195,11 @@ function pickRenderer(source: string, opts: TemplateOptions): TemplateRenderer {
     jsError = new TemplateRenderError(line === null ? err.message : `${err.message} (line ${line})`,
       {parse: {line, js: err.parse?.js ?? err.message, native: null}});
   }
-  if (js !== null && (!opts.native || engineFails(rendersWith(js, opts)) === null)) return js;
+  if (js !== null && (!opts.native || engineFails(rendersWith(js, opts)) === null)) {
+    if (!opts.native || !failsOnItems(rendersWith(js, opts))) return js;
+    const other = nativeOrNull(opts.native, source, opts.origin);
+    return other !== null && engineFails(rendersWith(other, opts)) === null && !failsOnItems(rendersWith(other, opts)) ? other : js;
+  }
   if (!opts.native) throw jsError!;
   let native: TemplateRenderer;
   try {
@@ -204,6 +211,14 @@ function pickRenderer(source: string, opts: TemplateOptions): TemplateRenderer {
   }
   if (js !== null && engineFails(rendersWith(native, opts)) !== null) return js;
   return native;
+}
+
+function nativeOrNull(factory: NativeJinjaFactory, source: string, origin: string): TemplateRenderer | null {
+  try {
+    return nativeRenderer(factory, source, origin);
+  } catch {
+    return null;
+  }
 }
 
 /** A bare renderer as the probes see it (no family yet: defaults for the input). */

@@ -37,6 +37,9 @@ export interface TemplateInputNeeds {
   /** Tool-call arguments as a parsed object (true) or the client's JSON string (false); absent: found by rendering
    * a probe call both ways (chat-template.ts). */
   argumentsAsObject?: boolean;
+  /** The template reads the tools as JSON text from these variables, not from `tools` (FireFunction: `functions`,
+   * with today's date in `datetime`): their values, from the tools as the template would get them. */
+  toolsText?: (tools: unknown[]) => Record<string, string>;
 }
 
 export interface ModelFamily {

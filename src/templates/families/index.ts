@@ -2,13 +2,17 @@
 // and the generic family (calls taught in a system message) catches the rest.
 
 import {apriel} from "./apriel.ts";
+import {commandRPlus} from "./command-r-plus.ts";
 import {commandR7b} from "./command-r7b.ts";
 import {deepseekV32, deepseekV4} from "./deepseek-dsml.ts";
 import {deepseekR1} from "./deepseek-r1.ts";
 import {deepseekV3} from "./deepseek-v3.ts";
 import type {ModelFamily, TemplateFacts} from "./family.ts";
+import {firefunctionV2} from "./firefunction.ts";
+import {functionaryV31} from "./functionary.ts";
 import {gemma4} from "./gemma4.ts";
 import {generic} from "./generic.ts";
+import {gigachat3, gigachat31} from "./gigachat.ts";
 import {glm46, glm47} from "./glm.ts";
 import {gptOss} from "./gpt-oss.ts";
 import {granite33, granite4} from "./granite.ts";
@@ -31,7 +35,8 @@ export type {ModelFamily, TemplateFacts} from "./family.ts";
 export {generic} from "./generic.ts";
 
 /** Order matters: a family whose markers contain another's comes first (gpt-oss before anything with
- * <|start|>, the DSML and R1 forms before plain DeepSeek, Mistral before Mistral Nemo, Qwen XML before Hermes). */
+ * <|start|>, the DSML and R1 forms before plain DeepSeek, Mistral before Mistral Nemo, Qwen XML before Hermes,
+ * GigaChat 3.1 before GigaChat 3). */
 export const FAMILIES: readonly ModelFamily[] = [
   gptOss,
   gemma4,
@@ -47,15 +52,20 @@ export const FAMILIES: readonly ModelFamily[] = [
   glm46,
   minicpm5,
   qwen3Coder,
+  functionaryV31,
   mistral,
   mistralNemo,
   commandR7b,
+  commandRPlus,
   nemotronV2,
   granite33,
   granite4,
   apriel,
   minimaxM1,
+  firefunctionV2,
   llama3,
+  gigachat31,
+  gigachat3,
   smollm3,
   qwen3,
   hermes,
