@@ -36,8 +36,10 @@ export interface JsonCallSyntax {
  * DeepSeek, Kimi K2. */
 export interface NamedCallSyntax {
   shape: "named";
-  /** Wraps all calls of a reply (DeepSeek `<｜tool▁calls▁begin｜>`...); null: each call stands alone. */
-  section: {open: string; close: string} | null;
+  /** Wraps all calls of a reply (DeepSeek `<｜tool▁calls▁begin｜>`...); null: each call stands alone. `endsReply`: the
+   * close is the model's end-of-generation token (Solar Open's <|calls|>): a grammar cannot write it, so after a call
+   * the grammar offers another or nothing (the model ends the reply), as for Mistral; the parser reads it when shown. */
+  section: {open: string; close: string; endsReply?: boolean} | null;
   /** Opens one call (inside the section, or in content without one). */
   open: string;
   /** Written before the name: "functions." (Kimi), "function<｜tool▁sep｜>" (DeepSeek R1). */
@@ -46,6 +48,9 @@ export interface NamedCallSyntax {
   nameIndex: boolean;
   /** Mistral Small 3.2: an optional `[CALL_ID]<id>` after the name (read, never written). */
   idMarker?: string;
+  /** Solar Open: a call id comes first, before the name, ended by this marker. The parser skips it; the grammar and
+   * svc write the call's index as 10 digits (`leadIdOf`), the form the template asks for (10 lowercase letters or digits). */
+  leadId?: string;
   /** Between the name and the arguments JSON. */
   nameEnd: string;
   /** After the arguments JSON: "\n```" (DeepSeek R1). */
@@ -87,6 +92,11 @@ export interface CustomCallSyntax {
 }
 
 export type CallSyntax = JsonCallSyntax | NamedCallSyntax | XmlCallSyntax | CustomCallSyntax;
+
+/** The id written before a call's name where the syntax has one (`NamedCallSyntax.leadId`): its index, as 10 digits. */
+export function leadIdOf(index: number): string {
+  return String(index).padStart(10, "0");
+}
 
 /** A reasoning block's markers. */
 export interface ReasoningSyntax {

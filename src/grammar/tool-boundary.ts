@@ -90,14 +90,14 @@ function build(s: CallSyntax): Patterns {
       return {openFromStart: named, open: named, close: new RegExp(close)};
     }
     case "named": {
-      const call = esc(s.namePrefix) + NAME + (s.nameIndex ? ":[0-9]+" : "") + esc(s.nameEnd);
+      const call = (s.leadId !== undefined ? `[a-z0-9]{10}${esc(s.leadId)}` : "") + esc(s.namePrefix) + NAME + (s.nameIndex ? ":[0-9]+" : "") + esc(s.nameEnd);
       const rest = afterOpener(s);
       return {
         openFromStart: whole(`\\s*${esc(s.section?.open ?? "")}${esc(s.open)}${call}`),
         open: whole(`${optional(rest.lead)}${esc(rest.text)}${call}`),
         close: new RegExp(`^${esc(s.argsEnd + s.close)}`),
         more: whole(esc(s.section ? s.separator + s.open : s.open) + call),
-        end: s.section ? whole(esc(s.section.close)) : undefined,
+        end: s.section && !s.section.endsReply ? whole(esc(s.section.close)) : undefined,
       };
     }
     case "xml": {

@@ -10,7 +10,7 @@
 // arguments are the same JSON; and for a reply that was nothing but calls (the generic form's whole reply), the
 // reply's own text, whatever layout the model chose for the envelope.
 
-import type {CallSyntax} from "../core/call-syntax.ts";
+import {leadIdOf, type CallSyntax} from "../core/call-syntax.ts";
 import type {TemplateMessage, TemplateToolCall, WrittenPiece} from "../core/messages.ts";
 
 /** Call ids remembered (the oldest are forgotten first): well over the calls of the conversations the regions hold. */
@@ -111,7 +111,7 @@ export function writeCalls(syntax: CallSyntax, calls: readonly {name: string; ar
     }
     case "named": {
       const one = (c: {name: string; args: string}, i: number): Piece[] => [
-        lit(syntax.open + syntax.namePrefix), val(c.name), lit((syntax.nameIndex ? `:${i}` : "") + syntax.nameEnd), val(argsText(c.args)),
+        lit(syntax.open + (syntax.leadId !== undefined ? leadIdOf(i) + syntax.leadId : "") + syntax.namePrefix), val(c.name), lit((syntax.nameIndex ? `:${i}` : "") + syntax.nameEnd), val(argsText(c.args)),
         lit(syntax.argsEnd + syntax.close),
       ];
       return [lit(syntax.section?.open ?? ""), ...calls.flatMap((c, i) => [...(i > 0 ? [lit(syntax.separator)] : []), ...one(c, i)]),

@@ -94,6 +94,9 @@ function placeReasoning(out: Json, reasoning: string, content: string, needs: Te
     case "thinking":
       out.thinking = reasoning;
       return;
+    case "reasoning":
+      out.reasoning = reasoning;
+      return;
     case "content-blocks":
       out.content = [{type: "thinking", thinking: reasoning}, ...(content === "" ? [] : [{type: "text", text: content}])];
       return;

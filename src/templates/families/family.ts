@@ -22,6 +22,8 @@ export interface TemplateFacts {
 export type ReasoningInput =
   /** `message.reasoning_content` (most templates read this). */
   | "reasoning_content"
+  /** `message.reasoning` (Solar Open). */
+  | "reasoning"
   /** `message.thinking` (gpt-oss). */
   | "thinking"
   /** Content as blocks: `[{type: "thinking", thinking}, {type: "text", text}]` (Mistral reasoning models). */

@@ -30,6 +30,7 @@ import {qwen3} from "./qwen3.ts";
 import {qwen3Coder} from "./qwen3-coder.ts";
 import {seedOss} from "./seed-oss.ts";
 import {smollm3} from "./smollm3.ts";
+import {solarOpen} from "./solar-open.ts";
 
 export type {ModelFamily, TemplateFacts} from "./family.ts";
 export {generic} from "./generic.ts";
@@ -41,6 +42,7 @@ export const FAMILIES: readonly ModelFamily[] = [
   gptOss,
   gemma4,
   kimiK2,
+  solarOpen,
   deepseekV32,
   deepseekV4,
   deepseekR1,

@@ -1,7 +1,7 @@
 // The table of model families in docs/families.md, generated from the family files so it cannot drift from them
 // (test/unit/repo/families-table.test.ts checks that docs/families.md holds it verbatim).
 
-import type {CallSyntax} from "../../core/call-syntax.ts";
+import {leadIdOf, type CallSyntax} from "../../core/call-syntax.ts";
 import {FAMILIES} from "./index.ts";
 
 /** One call, get_weather({"city": "Paris"}), as the family writes it. */
@@ -15,7 +15,7 @@ export function exampleCall(s: CallSyntax | null): string {
       return `${s.opener}${s.pad}${s.list ? `[${obj}]` : obj}${s.pad}${s.close}`;
     }
     case "named":
-      return `${s.section?.open ?? ""}${s.open}${s.namePrefix}get_weather${s.nameIndex ? ":0" : ""}${s.nameEnd}` +
+      return `${s.section?.open ?? ""}${s.open}${s.leadId !== undefined ? leadIdOf(0) + s.leadId : ""}${s.namePrefix}get_weather${s.nameIndex ? ":0" : ""}${s.nameEnd}` +
         `${args}${s.argsEnd}${s.close}${s.section?.close ?? ""}`;
     case "xml": {
       const keyEnd = typeof s.keyEnd === "string" ? s.keyEnd : s.keyEnd.string;

@@ -57,13 +57,14 @@ function expected(s: CallSyntax, calls: Call[], strict: boolean): (Boundary | nu
       out.push({kind: "closed", name: c.args[c.args.length - 1]![0]});
     } else out.push({kind: "closed"});
   });
-  // Mistral's calls end with the reply: its after phase ends without a boundary.
-  if (after) out.push(s.shape === "named" && s.section === null ? null : {kind: "end"});
+  // Mistral's calls (and Solar Open's section) end with the reply: its after phase ends without a boundary.
+  if (after) out.push(endsWithReply(s) ? null : {kind: "end"});
   return out;
 }
 
-/** Mistral: after a call, the empty text is a complete after phase too (the reply may end there). */
-const endsEmpty = (s: CallSyntax, g: PhaseGrammar) => g.phase.kind === "after" && s.shape === "named" && s.section === null;
+/** Mistral, Solar Open: after a call, the empty text is a complete after phase too (the reply may end there). */
+const endsWithReply = (s: CallSyntax) => s.shape === "named" && (s.section === null || s.section.endsReply === true);
+const endsEmpty = (s: CallSyntax, g: PhaseGrammar) => g.phase.kind === "after" && endsWithReply(s);
 
 async function checkSlices(s: CallSyntax, slices: Slice[]): Promise<void> {
   for (const [i, {grammar, text, boundary}] of slices.entries()) {

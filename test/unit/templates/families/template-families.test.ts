@@ -84,7 +84,7 @@ const EXPECTED: Record<string, [string, "js" | "native"]> = {
   "tencent-Hy3.jinja": ["hy3", "native"],
   "unsloth-Apriel-1.5.jinja": ["apriel", "native"],
   "unsloth-mistral-Devstral-Small-2507.jinja": ["mistral", "js"],
-  "upstage-Solar-Open-100B.jinja": ["generic", "js"],
+  "upstage-Solar-Open-100B.jinja": ["solar-open", "js"],
 };
 
 /** Self-checks that fail for a reason of the template's own (it refuses the probe conversation on purpose). */
