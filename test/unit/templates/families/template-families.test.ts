@@ -9,6 +9,7 @@ import {after, before, describe, test} from "node:test";
 import {getLlama, LlamaLogLevel, type Llama} from "node-llama-cpp";
 import {nativeJinja} from "../../../../src/engine/llama/internals.ts";
 import {createReplyParser, type ReplyPart} from "../../../../src/pipeline/reply/index.ts";
+import {callSyntaxOf} from "../../../../src/pipeline/reply-plan.ts";
 import {ChatTemplate, type TemplateMessage} from "../../../../src/templates/chat-template.ts";
 import {bundledTemplate, bundledTemplateNames} from "../../../fixtures/templates/bundled.ts";
 
@@ -87,6 +88,27 @@ const EXPECTED: Record<string, [string, "js" | "native"]> = {
   "upstage-Solar-Open-100B.jinja": ["solar-open", "js"],
 };
 
+/** Templates whose replies svc reads in the generic form (tools taught in a system message, calls as
+ * {"tool_calls": [...]}), and why: the template renders no tools at all (checked: its prompt with tools is the
+ * prompt without), or "not yet", a call syntax svc does not read yet (checked: the template does render tools). */
+const GENERIC_FORM: Record<string, string> = {
+  "HuggingFaceTB-SmolLM3-3B.jinja": "renders no tools",
+  "deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja": "renders no tools",
+  "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja": "renders no tools",
+  "deepseek-ai-DeepSeek-V3.1.jinja": "renders no tools",
+  "google-gemma-2-2b-it.jinja": "renders no tools",
+  "llama-cpp-rwkv-world.jinja": "renders no tools",
+  "microsoft-Phi-3.5-mini-instruct.jinja": "renders no tools",
+  "Apertus-8B-Instruct.jinja": "not yet: calls are JSON objects keyed by the tool's name ({\"get_weather\": {...}}), a json form svc does not read",
+  "Kimi-K3.jinja": "not yet: XTML markup (<|open|>call tool=... with typed <|open|>argument tags), a shape of its own",
+  "LFM2-8B-A1B.jinja": "not yet: Python-style calls ([get_weather(city='Paris')]), a shape of its own",
+  "LFM2.5-8B-A1B.jinja": "not yet: Python-style calls ([get_weather(city='Paris')]), a shape of its own",
+  "LFM2.5-Instruct.jinja": "not yet: Python-style calls ([get_weather(city='Paris')]), a shape of its own",
+  "MiniMax-M3.jinja": "not yet: each parameter is a tag named after it (<city>Paris</city>) and nested values are XML, not JSON",
+  "meetkai-functionary-medium-v3.2.jinja": "not yet: recipient messages (>>>all for text, >>>NAME for a call) opened by the prompt itself",
+  "muse-glimmer.jinja": "not yet: harmony-like recipient messages (to=self, to=NAME) around XML invoke blocks",
+};
+
 /** Self-checks that fail for a reason of the template's own (it refuses the probe conversation on purpose). */
 const CHECK_EXCEPTIONS: Record<string, RegExp> = {
   "google-gemma-2-2b-it.jinja": /System role not supported/,
@@ -121,6 +143,22 @@ describe("the bundled chat templates", () => {
       else assert.equal(t.check, "ok", `${name}: self-check`);
       const text = t.render([{role: "user", content: "Hello there"}], {addGenerationPrompt: true, continueFinalMessage: false}).text;
       assert.ok(text.includes("Hello there"), `${name} renders the user message`);
+    }
+  });
+});
+
+describe("the templates read in the generic form", () => {
+  test("are exactly the listed ones, each for its reason", () => {
+    const user: TemplateMessage = {role: "user", content: "What is the weather in Paris?"};
+    const render = (t: ChatTemplate, tools?: unknown[]) => t.render([user], {addGenerationPrompt: true, continueFinalMessage: false, tools}).text;
+    const generic = [...templates].filter(([, t]) => callSyntaxOf(t).generic).map(([name]) => name).sort();
+    assert.deepEqual(generic, Object.keys(GENERIC_FORM).sort());
+    for (const name of generic) {
+      const t = templates.get(name)!;
+      const reason = GENERIC_FORM[name]!;
+      assert.match(reason, /^(renders no tools|not yet: .+)$/, name);
+      const shown = render(t, TOOLS) !== render(t);
+      assert.equal(shown, reason !== "renders no tools", `${name}: ${reason}, but the template ${shown ? "shows" : "does not show"} tools`);
     }
   });
 });
