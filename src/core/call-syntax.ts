@@ -25,6 +25,9 @@ export interface JsonCallSyntax {
   argsKey: string;
   /** Command R: a running id (`"0"`, `"1"`, ...) under this key, first in each object. */
   idKey?: string;
+  /** Apertus: each call object has one key, the tool's name, whose value is the arguments (`{"get_weather": {...}}`);
+   * nameKey and argsKey are then only the parser's other spellings. */
+  keyedByName?: boolean;
   /** Written between the opener and the object (Hermes: "\n"), and between the object and the close. */
   pad: string;
   /** Models trained on two forms write either inside the same opener (Qwen: Hermes JSON or XML after

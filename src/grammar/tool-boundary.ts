@@ -85,7 +85,8 @@ function build(s: CallSyntax): Patterns {
   switch (s.shape) {
     case "json": {
       // The names of the call's members are what the open phase is recognised by (see jsonName).
-      const named = new RegExp(`"${esc(s.nameKey)}"\\s*:\\s*("(?:[^"\\\\]|\\\\.)*")\\s*,\\s*"${esc(s.argsKey)}"\\s*:`);
+      const named = s.keyedByName ? /\{\s*("(?:[^"\\]|\\.)*")\s*:/
+        : new RegExp(`"${esc(s.nameKey)}"\\s*:\\s*("(?:[^"\\\\]|\\\\.)*")\\s*,\\s*"${esc(s.argsKey)}"\\s*:`);
       const close = `^\\s*\\}${!s.list && s.close !== "" ? `\\s*${esc(s.close)}` : ""}`;
       return {openFromStart: named, open: named, close: new RegExp(close)};
     }

@@ -21,6 +21,7 @@ const INDEX = rep(cls("[0-9]"), 1, 4);
 /** A json call object's opening up to the colon after its arguments key: `{ ["ID": "0",] "NAME": "get", "ARGS":`. */
 function callOpening(b: ToolBuild, s: JsonCallSyntax, names: string[]): Expr {
   const name = b.rule("tool-name", alt(...names.map((n) => lit(`"${n}"`))));
+  if (s.keyedByName) return seq(WS, lit("{"), WS, name, WS, lit(":"));
   const key = (k: string) => seq(lit(JSON.stringify(k)), WS, lit(":"), WS);
   // Command R numbers its calls; any run of digits is accepted (the grammar does not count the calls).
   const id = s.idKey === undefined ? EMPTY : seq(key(s.idKey), lit('"'), INDEX, lit('"'), WS, lit(","), WS);

@@ -96,10 +96,12 @@ export function writeCalls(syntax: CallSyntax, calls: readonly {name: string; ar
   const val = (client: string): Piece => ({client});
   switch (syntax.shape) {
     case "json": {
-      const object = (c: {name: string; args: string}, i: number): Piece[] => [
-        lit(`{${syntax.idKey ? `"${syntax.idKey}": "${i}", ` : ""}"${syntax.nameKey}": `), val(JSON.stringify(c.name)),
-        lit(`, "${syntax.argsKey}": `), val(argsText(c.args)), lit("}"),
-      ];
+      const object = (c: {name: string; args: string}, i: number): Piece[] => syntax.keyedByName
+        ? [lit("{"), val(JSON.stringify(c.name)), lit(": "), val(argsText(c.args)), lit("}")]
+        : [
+          lit(`{${syntax.idKey ? `"${syntax.idKey}": "${i}", ` : ""}"${syntax.nameKey}": `), val(JSON.stringify(c.name)),
+          lit(`, "${syntax.argsKey}": `), val(argsText(c.args)), lit("}"),
+        ];
       const joined = (sep: string) => calls.flatMap((c, i) => [...(i > 0 ? [lit(sep)] : []), ...object(c, i)]);
       if (syntax.opener === null) {
         // Calls that start the reply: an envelope (the generic form's {"tool_calls": [...]}) or one bare object.

@@ -100,6 +100,9 @@ function placeReasoning(out: Json, reasoning: string, content: string, needs: Te
     case "content-blocks":
       out.content = [{type: "thinking", thinking: reasoning}, ...(content === "" ? [] : [{type: "text", text: content}])];
       return;
+    case "thought-blocks":
+      out.content = {blocks: [{type: "thoughts", text: reasoning}, {type: "response", text: content}]};
+      return;
     case "none":
       return;
   }

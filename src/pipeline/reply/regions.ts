@@ -71,7 +71,7 @@ function jsonParsing(s: JsonCallSyntax, tools: readonly ToolSpec[]): CallParsing
   return {
     openers: [opener], strays: close !== "" ? [close] : [], start: null,
     region: (_o, calls) => {
-      const json = () => new JsonCallsRegion(calls, {close, wholeReply: false, inList: false});
+      const json = () => new JsonCallsRegion(calls, {close, wholeReply: false, inList: false, keyedByName: s.keyedByName === true});
       if (other === null || other.open[0] !== opener) return json();
       return new TaggedCallRegion(json, () => new XmlCallsRegion(calls, tools, other, opener));
     },

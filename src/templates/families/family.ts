@@ -28,6 +28,8 @@ export type ReasoningInput =
   | "thinking"
   /** Content as blocks: `[{type: "thinking", thinking}, {type: "text", text}]` (Mistral reasoning models). */
   | "content-blocks"
+  /** Content as `{blocks: [{type: "thoughts", text}, {type: "response", text}]}` (Apertus). */
+  | "thought-blocks"
   /** The template cannot show earlier reasoning: it is left out. */
   | "none";
 

@@ -1,6 +1,7 @@
 // The known model families, most specific first: detection takes the first whose rule matches the template,
 // and the generic family (calls taught in a system message) catches the rest.
 
+import {apertus} from "./apertus.ts";
 import {apriel} from "./apriel.ts";
 import {commandRPlus} from "./command-r-plus.ts";
 import {commandR7b} from "./command-r7b.ts";
@@ -63,6 +64,7 @@ export const FAMILIES: readonly ModelFamily[] = [
   granite33,
   granite4,
   apriel,
+  apertus,
   minimaxM1,
   firefunctionV2,
   llama3,

@@ -10,7 +10,7 @@ export function exampleCall(s: CallSyntax | null): string {
   const args = '{"city": "Paris"}';
   switch (s.shape) {
     case "json": {
-      const obj = `{${s.idKey ? `"${s.idKey}": "0", ` : ""}"${s.nameKey}": "get_weather", "${s.argsKey}": ${args}}`;
+      const obj = s.keyedByName ? `{"get_weather": ${args}}` : `{${s.idKey ? `"${s.idKey}": "0", ` : ""}"${s.nameKey}": "get_weather", "${s.argsKey}": ${args}}`;
       if (s.opener === null) return s.start?.consumed ? `{"tool_calls": [${obj}]}` : obj;
       return `${s.opener}${s.pad}${s.list ? `[${obj}]` : obj}${s.pad}${s.close}`;
     }

@@ -16,7 +16,7 @@ import {bundledTemplate, bundledTemplateNames} from "../../../fixtures/templates
 /** Template file -> [family id, Jinja engine]. "generic": a template with no tool syntax svc reads (its tools are
  * taught in a system message). */
 const EXPECTED: Record<string, [string, "js" | "native"]> = {
-  "Apertus-8B-Instruct.jinja": ["generic", "js"],
+  "Apertus-8B-Instruct.jinja": ["apertus", "js"],
   "Apriel-1.6-15b-Thinker-fixed.jinja": ["apriel", "native"],
   "Bielik-11B-v3.0-Instruct.jinja": ["qwen3", "js"],
   "ByteDance-Seed-OSS.jinja": ["seed-oss", "native"],
@@ -99,7 +99,6 @@ const GENERIC_FORM: Record<string, string> = {
   "google-gemma-2-2b-it.jinja": "renders no tools",
   "llama-cpp-rwkv-world.jinja": "renders no tools",
   "microsoft-Phi-3.5-mini-instruct.jinja": "renders no tools",
-  "Apertus-8B-Instruct.jinja": "not yet: calls are JSON objects keyed by the tool's name ({\"get_weather\": {...}}), a json form svc does not read",
   "Kimi-K3.jinja": "not yet: XTML markup (<|open|>call tool=... with typed <|open|>argument tags), a shape of its own",
   "LFM2-8B-A1B.jinja": "not yet: Python-style calls ([get_weather(city='Paris')]), a shape of its own",
   "LFM2.5-8B-A1B.jinja": "not yet: Python-style calls ([get_weather(city='Paris')]), a shape of its own",
