@@ -113,8 +113,8 @@ export function writeCalls(syntax: CallSyntax, calls: readonly {name: string; ar
     }
     case "named": {
       const one = (c: {name: string; args: string}, i: number): Piece[] => [
-        lit(syntax.open + (syntax.leadId !== undefined ? leadIdOf(i) + syntax.leadId : "") + syntax.namePrefix), val(c.name), lit((syntax.nameIndex ? `:${i}` : "") + syntax.nameEnd), val(argsText(c.args)),
-        lit(syntax.argsEnd + syntax.close),
+        lit(syntax.open + (syntax.leadId !== undefined ? leadIdOf(i) + syntax.leadId : "") + syntax.namePrefix), val(c.name),
+        lit((syntax.nameIndex ? `:${i}` : "") + syntax.nameEnd), val(argsText(c.args)), lit(syntax.argsEnd + syntax.close),
       ];
       return [lit(syntax.section?.open ?? ""), ...calls.flatMap((c, i) => [...(i > 0 ? [lit(syntax.separator)] : []), ...one(c, i)]),
         lit(syntax.section?.close ?? "")];

@@ -7,8 +7,8 @@ import type {NamedCallSyntax} from "../../core/call-syntax.ts";
 import {has, type ModelFamily} from "./family.ts";
 
 export const SOLAR_CALLS: NamedCallSyntax = {
-  shape: "named", section: {open: "<|tool_calls|>", close: "<|calls|>", endsReply: true}, open: "<|tool_call:begin|>", leadId: "<|tool_call:name|>", namePrefix: "",
-  nameIndex: false, nameEnd: "<|tool_call:args|>", argsEnd: "", close: "<|tool_call:end|>", separator: "",
+  shape: "named", section: {open: "<|tool_calls|>", close: "<|calls|>", endsReply: true}, open: "<|tool_call:begin|>", leadId: "<|tool_call:name|>",
+  namePrefix: "", nameIndex: false, nameEnd: "<|tool_call:args|>", argsEnd: "", close: "<|tool_call:end|>", separator: "",
 };
 
 export const solarOpen: ModelFamily = {

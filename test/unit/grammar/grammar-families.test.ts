@@ -187,6 +187,29 @@ describe("shape details", () => {
     assert.deepEqual(openers["gemma4"], ["<|tool_call>"]);
     assert.deepEqual(openers["generic form"], []);
     assert.deepEqual(openers.llama3, []);
+    assert.deepEqual(openers["functionary-v3.1"], ["<function="]);
+    assert.deepEqual(openers["firefunction-v2"], ["functools"]);
+    assert.deepEqual(openers["command-r-plus"], ["Action:\n```json\n"]);
+    assert.deepEqual(openers["gigachat-3"], ["<|message_sep|>\n\nfunction call<|role_sep|>\n"]);
+    assert.deepEqual(openers["gigachat-3.1"], ["<|function_call|>"]);
+    assert.deepEqual(openers["solar-open"], ["<|tool_calls|>"]);
+    assert.deepEqual(openers.apertus, ["<|tools_prefix|>"]);
+  });
+
+  test("Solar Open: a call id of 10 lowercase letters or digits before the name; after a call, another or nothing", async () => {
+    const s = family("solar-open");
+    await check(openGrammar(s, NAMES, {fromReplyStart: true}), s, [
+      ["<|tool_calls|><|tool_call:begin|>a1b2c3d4e5<|tool_call:name|>search<|tool_call:args|>", {kind: "named", name: "search"}],
+    ], ["<|tool_calls|><|tool_call:begin|>search<|tool_call:args|>", "<|tool_calls|><|tool_call:begin|>ABCDEFGHIJ<|tool_call:name|>search<|tool_call:args|>"]);
+    const more = await load(afterCallGrammar(s, {more: true, names: NAMES}));
+    assert.ok(grammarAcceptsText(more, ""));
+    assert.ok(!grammarAcceptsText(more, "<|calls|>"), "the end-of-generation token is not text the grammar writes");
+  });
+
+  test("Apertus: the call object's only key is the tool's name", async () => {
+    const s = family("apertus");
+    await check(openGrammar(s, NAMES, {fromReplyStart: true}), s, [['<|tools_prefix|>[{"search":', {kind: "named", name: "search"}]],
+      ['<|tools_prefix|>[{"name": "search", "arguments":', '<|tools_prefix|>[{"other":']);
   });
 
   test("tag-ended raw values never hold the tag; JSON values may (in a string); bounded ones hold no `<`", async () => {
