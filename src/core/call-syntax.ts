@@ -72,12 +72,13 @@ export interface XmlCallSyntax {
   section: {open: string; close: string} | null;
   /** Before the name: "<tool_call>\n<function=", "<invoke name=\"", "<tool_call>". */
   open: string;
-  /** After the name: ">\n", "\">\n", "\n". */
+  /** After the name: ">\n", "\">\n", "\n". CALL_INDEX in it stands for the call's index, from 1 (Kimi K3). */
   nameEnd: string;
   /** Before a parameter's key: "<parameter=", "<parameter name=\"", "<arg_key>". */
   keyOpen: string;
   /** Between key and value: ">\n", "\">", "</arg_key>\n<arg_value>". DSML writes an attribute saying whether
-   * the value is a string: then the string and the JSON form differ. */
+   * the value is a string: then the string and the JSON form differ. VALUE_TYPE in the JSON form stands for the value's
+   * JSON type name (Kimi K3's type attribute). */
   keyEnd: string | {string: string; json: string};
   /** After a value: "\n</parameter>\n", "</parameter>\n", "</arg_value>\n". */
   valueEnd: string;
@@ -95,6 +96,18 @@ export interface CustomCallSyntax {
 }
 
 export type CallSyntax = JsonCallSyntax | NamedCallSyntax | XmlCallSyntax | CustomCallSyntax;
+
+/** In an xml syntax's nameEnd: the call's index, from 1 (Kimi K3: ` index="1"`). */
+export const CALL_INDEX = "{index}";
+/** In an xml syntax's JSON keyEnd: the value's JSON type name (Kimi K3: ` type="number"`). */
+export const VALUE_TYPE = "{type}";
+/** The names VALUE_TYPE takes (a string value has the string form of keyEnd). */
+export const JSON_TYPE_NAMES = ["number", "boolean", "object", "array", "null"] as const;
+
+/** The JSON type name of a parsed value. */
+export function jsonTypeName(v: unknown): string {
+  return v === null ? "null" : Array.isArray(v) ? "array" : typeof v;
+}
 
 /** The id written before a call's name where the syntax has one (`NamedCallSyntax.leadId`): its index, as 10 digits. */
 export function leadIdOf(index: number): string {

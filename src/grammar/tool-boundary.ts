@@ -9,7 +9,7 @@
 // `,` or `}` inside a value is not a boundary (tool-scan.ts); the xml and Gemma argument phases are in
 // tool-boundary-markup.ts.
 
-import type {CallSyntax, JsonCallSyntax} from "../core/call-syntax.ts";
+import {CALL_INDEX, type CallSyntax, type JsonCallSyntax} from "../core/call-syntax.ts";
 import {gemmaArgument, xmlArgument} from "./tool-boundary-markup.ts";
 import {scanString, scanValue, skipWs} from "./tool-scan.ts";
 import {afterOpener, esc, GEMMA, HARMONY, NAME_CHARS, xmlPieces} from "./tool-syntax.ts";
@@ -103,7 +103,7 @@ function build(s: CallSyntax): Patterns {
     }
     case "xml": {
       const p = xmlPieces(s);
-      const call = NAME + esc(p.nameEnd);
+      const call = NAME + p.nameEnd.split(CALL_INDEX).map(esc).join("[0-9]+");
       const rest = afterOpener(s);
       return {
         openFromStart: whole(`\\s*${esc(s.section?.open ?? "")}${esc(s.open)}${call}`),

@@ -20,6 +20,7 @@ import {granite33, granite4} from "./granite.ts";
 import {hermes} from "./hermes.ts";
 import {hy3} from "./hy3.ts";
 import {kimiK2} from "./kimi-k2.ts";
+import {kimiK3} from "./kimi-k3.ts";
 import {llama3} from "./llama3.ts";
 import {minicpm5} from "./minicpm5.ts";
 import {minimaxM1} from "./minimax-m1.ts";
@@ -49,6 +50,7 @@ export const FAMILIES: readonly ModelFamily[] = [
   deepseekR1,
   deepseekV3,
   minimaxM2,
+  kimiK3,
   seedOss,
   hy3,
   glm47,

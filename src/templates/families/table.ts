@@ -1,7 +1,7 @@
 // The table of model families in docs/families.md, generated from the family files so it cannot drift from them
 // (test/unit/repo/families-table.test.ts checks that docs/families.md holds it verbatim).
 
-import {leadIdOf, type CallSyntax} from "../../core/call-syntax.ts";
+import {CALL_INDEX, leadIdOf, type CallSyntax} from "../../core/call-syntax.ts";
 import {FAMILIES} from "./index.ts";
 
 /** One call, get_weather({"city": "Paris"}), as the family writes it. */
@@ -20,7 +20,8 @@ export function exampleCall(s: CallSyntax | null): string {
         `${s.nameIndex ? ":0" : ""}${s.nameEnd}${args}${s.argsEnd}${s.close}${s.section?.close ?? ""}`;
     case "xml": {
       const keyEnd = typeof s.keyEnd === "string" ? s.keyEnd : s.keyEnd.string;
-      return `${s.section?.open ?? ""}${s.open}get_weather${s.nameEnd}${s.keyOpen}city${keyEnd}Paris${s.valueEnd}${s.close}${s.section?.close ?? ""}`;
+      const name = `${s.open}get_weather${s.nameEnd.replace(CALL_INDEX, "1")}`;
+      return `${s.section?.open ?? ""}${name}${s.keyOpen}city${keyEnd}Paris${s.valueEnd}${s.close}${s.section?.close ?? ""}`;
     }
     case "custom":
       return s.kind === "harmony"

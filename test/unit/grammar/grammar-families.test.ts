@@ -194,6 +194,17 @@ describe("shape details", () => {
     assert.deepEqual(openers["gigachat-3.1"], ["<|function_call|>"]);
     assert.deepEqual(openers["solar-open"], ["<|tool_calls|>"]);
     assert.deepEqual(openers.apertus, ["<|tools_prefix|>"]);
+    assert.deepEqual(openers["kimi-k3"], ["<|open|>tools<|sep|>"]);
+  });
+
+  test("Kimi K3: calls numbered in an attribute, a JSON value's type named in one", async () => {
+    const s = family("kimi-k3");
+    await check(openGrammar(s, NAMES, {fromReplyStart: false}), s, [
+      ['<|open|>call tool="search" index="12"<|sep|>', {kind: "named", name: "search"}],
+    ], ['<|open|>call tool="search"<|sep|>', '<|open|>call tool="search" index="x"<|sep|>']);
+    const arg = (k: string, type: string, v: string) => `<|open|>argument key="${k}" type="${type}"<|sep|>${v}<|close|>argument<|sep|>`;
+    await check(argumentGrammar(s, TOOLS[0]!, []), s, [[arg("days", "number", "3"), param("days")], [arg("city", "string", "Paris"), param("city")]],
+      [arg("days", "string", "3"), arg("days", "text", "3"), arg("city", "number", '"Paris"')]);
   });
 
   test("Solar Open: a call id of 10 lowercase letters or digits before the name; after a call, another or nothing", async () => {

@@ -1,7 +1,7 @@
 // Reply parsing details of families whose markers overlap or whose calls are written unlike the others: Command R+
 // (its close ``` sits inside its opener and is ordinary markdown), Solar Open (message headers as layout, a call id
-// before the name, the section closed by the end of generation) and Apertus (calls keyed by the tool's name). Every
-// case is fed whole and one char at a time.
+// before the name, the section closed by the end of generation), Apertus (calls keyed by the tool's name) and Kimi K3
+// (numbered calls, typed argument tags). Every case is fed whole and one char at a time.
 
 import assert from "node:assert/strict";
 import {test} from "node:test";
@@ -10,11 +10,11 @@ import {familyById} from "../../../../src/templates/families/index.ts";
 
 const TOOLS = [{name: "get_weather", parameters: {type: "object"}}, {name: "get_time", parameters: {type: "object"}}];
 
-function read(id: string, text: string): {reasoning: string; content: string; calls: {name: string; args: unknown; complete: boolean}[]} {
+function read(id: string, text: string, startsInside = false): {reasoning: string; content: string; calls: {name: string; args: unknown; complete: boolean}[]} {
   const family = familyById(id)!;
   const runs = [[text], [...text]].map((chunks) => {
     const parser = createReplyParser({calls: family.calls, tools: TOOLS, layout: family.layout, harmony: false,
-      reasoning: family.reasoning ? {...family.reasoning, startsInside: false} : null});
+      reasoning: family.reasoning ? {...family.reasoning, startsInside} : null});
     const parts: ReplyPart[] = [];
     for (const c of chunks) parts.push(...parser.push(c));
     parts.push(...parser.finish());
@@ -53,4 +53,14 @@ test("Apertus: a list of objects keyed by the tool's name", () => {
     '{"get_time": {}}]<|tools_suffix|>');
   assert.deepEqual(r, {reasoning: "plan", content: "On it.",
     calls: [{name: "get_weather", args: {city: "Paris", o: {a: [1]}}, complete: true}, {name: "get_time", args: {}, complete: true}]});
+});
+
+test("Kimi K3: the prompt opens the think section; numbered calls, argument types from the attribute or the schema", () => {
+  const arg = (k: string, type: string, v: string) => `<|open|>argument key="${k}" type="${type}"<|sep|>${v}<|close|>argument<|sep|>`;
+  const r = read("kimi-k3", "plan<|close|>think<|sep|><|open|>response<|sep|>On it.<|close|>response<|sep|><|open|>tools<|sep|>" +
+    `<|open|>call tool="get_weather" index="1"<|sep|>${arg("city", "string", "Paris")}${arg("days", "number", "2")}${arg("o", "object", '{"a": [true]}')}` +
+    `<|close|>call<|sep|><|open|>call tool="get_time" index="2"<|sep|>${arg("zone", "string", "CET")}<|close|>call<|sep|>` +
+    "<|close|>tools<|sep|><|close|>message<|sep|>", true);
+  assert.deepEqual(r, {reasoning: "plan", content: "On it.",
+    calls: [{name: "get_weather", args: {city: "Paris", days: 2, o: {a: [true]}}, complete: true}, {name: "get_time", args: {zone: "CET"}, complete: true}]});
 });
