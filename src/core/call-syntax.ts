@@ -25,6 +25,9 @@ export interface JsonCallSyntax {
   argsKey: string;
   /** Command R: a running id (`"0"`, `"1"`, ...) under this key, first in each object. */
   idKey?: string;
+  /** Apertus: each call object has one key, the tool's name, whose value is the arguments (`{"get_weather": {...}}`);
+   * nameKey and argsKey are then only the parser's other spellings. */
+  keyedByName?: boolean;
   /** Written between the opener and the object (Hermes: "\n"), and between the object and the close. */
   pad: string;
   /** Models trained on two forms write either inside the same opener (Qwen: Hermes JSON or XML after
@@ -36,8 +39,10 @@ export interface JsonCallSyntax {
  * DeepSeek, Kimi K2. */
 export interface NamedCallSyntax {
   shape: "named";
-  /** Wraps all calls of a reply (DeepSeek `<｜tool▁calls▁begin｜>`...); null: each call stands alone. */
-  section: {open: string; close: string} | null;
+  /** Wraps all calls of a reply (DeepSeek `<｜tool▁calls▁begin｜>`...); null: each call stands alone. `endsReply`: the
+   * close is the model's end-of-generation token (Solar Open's <|calls|>): a grammar cannot write it, so after a call
+   * the grammar offers another or nothing (the model ends the reply), as for Mistral; the parser reads it when shown. */
+  section: {open: string; close: string; endsReply?: boolean} | null;
   /** Opens one call (inside the section, or in content without one). */
   open: string;
   /** Written before the name: "functions." (Kimi), "function<｜tool▁sep｜>" (DeepSeek R1). */
@@ -46,6 +51,9 @@ export interface NamedCallSyntax {
   nameIndex: boolean;
   /** Mistral Small 3.2: an optional `[CALL_ID]<id>` after the name (read, never written). */
   idMarker?: string;
+  /** Solar Open: a call id comes first, before the name, ended by this marker. The parser skips it; the grammar and
+   * svc write the call's index as 10 digits (`leadIdOf`), the form the template asks for (10 lowercase letters or digits). */
+  leadId?: string;
   /** Between the name and the arguments JSON. */
   nameEnd: string;
   /** After the arguments JSON: "\n```" (DeepSeek R1). */
@@ -64,12 +72,13 @@ export interface XmlCallSyntax {
   section: {open: string; close: string} | null;
   /** Before the name: "<tool_call>\n<function=", "<invoke name=\"", "<tool_call>". */
   open: string;
-  /** After the name: ">\n", "\">\n", "\n". */
+  /** After the name: ">\n", "\">\n", "\n". CALL_INDEX in it stands for the call's index, from 1 (Kimi K3). */
   nameEnd: string;
   /** Before a parameter's key: "<parameter=", "<parameter name=\"", "<arg_key>". */
   keyOpen: string;
   /** Between key and value: ">\n", "\">", "</arg_key>\n<arg_value>". DSML writes an attribute saying whether
-   * the value is a string: then the string and the JSON form differ. */
+   * the value is a string: then the string and the JSON form differ. VALUE_TYPE in the JSON form stands for the value's
+   * JSON type name (Kimi K3's type attribute). */
   keyEnd: string | {string: string; json: string};
   /** After a value: "\n</parameter>\n", "</parameter>\n", "</arg_value>\n". */
   valueEnd: string;
@@ -87,6 +96,23 @@ export interface CustomCallSyntax {
 }
 
 export type CallSyntax = JsonCallSyntax | NamedCallSyntax | XmlCallSyntax | CustomCallSyntax;
+
+/** In an xml syntax's nameEnd: the call's index, from 1 (Kimi K3: ` index="1"`). */
+export const CALL_INDEX = "{index}";
+/** In an xml syntax's JSON keyEnd: the value's JSON type name (Kimi K3: ` type="number"`). */
+export const VALUE_TYPE = "{type}";
+/** The names VALUE_TYPE takes (a string value has the string form of keyEnd). */
+export const JSON_TYPE_NAMES = ["number", "boolean", "object", "array", "null"] as const;
+
+/** The JSON type name of a parsed value. */
+export function jsonTypeName(v: unknown): string {
+  return v === null ? "null" : Array.isArray(v) ? "array" : typeof v;
+}
+
+/** The id written before a call's name where the syntax has one (`NamedCallSyntax.leadId`): its index, as 10 digits. */
+export function leadIdOf(index: number): string {
+  return String(index).padStart(10, "0");
+}
 
 /** A reasoning block's markers. */
 export interface ReasoningSyntax {

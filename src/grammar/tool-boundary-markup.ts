@@ -5,7 +5,7 @@
 // a JSON value is scanned instead (a JSON string may hold the tag: `"</parameter>"` is a fine JSON string).
 // Gemma: `KEY:VALUE` then `,` or `}<tool_call|>`, the object's `{` written by the open phase.
 
-import type {XmlCallSyntax} from "../core/call-syntax.ts";
+import {VALUE_TYPE, type XmlCallSyntax} from "../core/call-syntax.ts";
 import type {Boundary, Phase} from "./tool-boundary.ts";
 import {scanGemma, scanValue} from "./tool-scan.ts";
 import {esc, GEMMA, xmlPieces} from "./tool-syntax.ts";
@@ -43,10 +43,14 @@ export function xmlArgument(s: XmlCallSyntax, phase: Extract<Phase, {kind: "argu
   } else if (text.startsWith(p.keyEnds.string, stop)) {
     json = false;
     at = stop + p.keyEnds.string.length;
-  } else if (text.startsWith(p.keyEnds.json, stop)) {
+  } else {
+    // The JSON form may name the value's type (VALUE_TYPE).
+    const [before, after] = p.keyEnds.json.split(VALUE_TYPE);
+    const m = new RegExp(`^${esc(before!)}${after === undefined ? "" : `[a-z]+${esc(after)}`}`).exec(text.slice(stop));
+    if (m === null) return null;
     json = true;
-    at = stop + p.keyEnds.json.length;
-  } else return null;
+    at = stop + m[0].length;
+  }
   if (json) {
     const end = scanValue(text, at);
     return end >= 0 && text.startsWith(p.valueEnd, end) ? {kind: "parameter", name} : null;

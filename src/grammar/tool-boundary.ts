@@ -9,7 +9,7 @@
 // `,` or `}` inside a value is not a boundary (tool-scan.ts); the xml and Gemma argument phases are in
 // tool-boundary-markup.ts.
 
-import type {CallSyntax, JsonCallSyntax} from "../core/call-syntax.ts";
+import {CALL_INDEX, type CallSyntax, type JsonCallSyntax} from "../core/call-syntax.ts";
 import {gemmaArgument, xmlArgument} from "./tool-boundary-markup.ts";
 import {scanString, scanValue, skipWs} from "./tool-scan.ts";
 import {afterOpener, esc, GEMMA, HARMONY, NAME_CHARS, xmlPieces} from "./tool-syntax.ts";
@@ -85,24 +85,25 @@ function build(s: CallSyntax): Patterns {
   switch (s.shape) {
     case "json": {
       // The names of the call's members are what the open phase is recognised by (see jsonName).
-      const named = new RegExp(`"${esc(s.nameKey)}"\\s*:\\s*("(?:[^"\\\\]|\\\\.)*")\\s*,\\s*"${esc(s.argsKey)}"\\s*:`);
+      const named = s.keyedByName ? /\{\s*("(?:[^"\\]|\\.)*")\s*:/
+        : new RegExp(`"${esc(s.nameKey)}"\\s*:\\s*("(?:[^"\\\\]|\\\\.)*")\\s*,\\s*"${esc(s.argsKey)}"\\s*:`);
       const close = `^\\s*\\}${!s.list && s.close !== "" ? `\\s*${esc(s.close)}` : ""}`;
       return {openFromStart: named, open: named, close: new RegExp(close)};
     }
     case "named": {
-      const call = esc(s.namePrefix) + NAME + (s.nameIndex ? ":[0-9]+" : "") + esc(s.nameEnd);
+      const call = (s.leadId !== undefined ? `[a-z0-9]{10}${esc(s.leadId)}` : "") + esc(s.namePrefix) + NAME + (s.nameIndex ? ":[0-9]+" : "") + esc(s.nameEnd);
       const rest = afterOpener(s);
       return {
         openFromStart: whole(`\\s*${esc(s.section?.open ?? "")}${esc(s.open)}${call}`),
         open: whole(`${optional(rest.lead)}${esc(rest.text)}${call}`),
         close: new RegExp(`^${esc(s.argsEnd + s.close)}`),
         more: whole(esc(s.section ? s.separator + s.open : s.open) + call),
-        end: s.section ? whole(esc(s.section.close)) : undefined,
+        end: s.section && !s.section.endsReply ? whole(esc(s.section.close)) : undefined,
       };
     }
     case "xml": {
       const p = xmlPieces(s);
-      const call = NAME + esc(p.nameEnd);
+      const call = NAME + p.nameEnd.split(CALL_INDEX).map(esc).join("[0-9]+");
       const rest = afterOpener(s);
       return {
         openFromStart: whole(`\\s*${esc(s.section?.open ?? "")}${esc(s.open)}${call}`),

@@ -21,6 +21,7 @@ const INDEX = rep(cls("[0-9]"), 1, 4);
 /** A json call object's opening up to the colon after its arguments key: `{ ["ID": "0",] "NAME": "get", "ARGS":`. */
 function callOpening(b: ToolBuild, s: JsonCallSyntax, names: string[]): Expr {
   const name = b.rule("tool-name", alt(...names.map((n) => lit(`"${n}"`))));
+  if (s.keyedByName) return seq(WS, lit("{"), WS, name, WS, lit(":"));
   const key = (k: string) => seq(lit(JSON.stringify(k)), WS, lit(":"), WS);
   // Command R numbers its calls; any run of digits is accepted (the grammar does not count the calls).
   const id = s.idKey === undefined ? EMPTY : seq(key(s.idKey), lit('"'), INDEX, lit('"'), WS, lit(","), WS);
@@ -30,7 +31,8 @@ function callOpening(b: ToolBuild, s: JsonCallSyntax, names: string[]): Expr {
 /** `PREFIX NAME [:INDEX] NAMEEND` of a named syntax. */
 function namedCall(b: ToolBuild, s: NamedCallSyntax, names: string[]): Expr {
   const name = b.rule("tool-name", alt(...names.map(lit)));
-  return seq(lit(s.namePrefix), name, s.nameIndex ? seq(lit(":"), INDEX) : EMPTY, lit(s.nameEnd));
+  const id = s.leadId === undefined ? EMPTY : seq(rep(cls("[a-z0-9]"), 10, 10), lit(s.leadId));
+  return seq(id, lit(s.namePrefix), name, s.nameIndex ? seq(lit(":"), INDEX) : EMPTY, lit(s.nameEnd));
 }
 
 export function jsonArgsOpen(b: ToolBuild, s: JsonArgsSyntax, names: string[], fromReplyStart: boolean): Expr {
@@ -99,6 +101,7 @@ export function jsonArgsAfter(b: ToolBuild, s: JsonCallSyntax | NamedCallSyntax,
     const end = seq(lit("]"), s.close !== "" ? seq(WS, lit(s.close)) : EMPTY);
     return seq(WS, more ? alt(seq(lit(","), callOpening(b, s, names)), end) : end);
   }
+  if (s.section?.endsReply) return more ? opt(seq(lit(s.separator + s.open), namedCall(b, s, names))) : EMPTY;
   if (s.section !== null) {
     const end = lit(s.section.close);
     return more ? alt(seq(lit(s.separator + s.open), namedCall(b, s, names)), end) : end;

@@ -9,7 +9,7 @@
 // starts a line, as Qwen's "\n</parameter>"; no closing tag at all otherwise), which makes the first value end
 // after the header the end of the value.
 
-import type {XmlCallSyntax} from "../core/call-syntax.ts";
+import {CALL_INDEX, JSON_TYPE_NAMES, VALUE_TYPE, type XmlCallSyntax} from "../core/call-syntax.ts";
 import {invalid, seg} from "./errors.ts";
 import {alt, cls, lit, opt, ref, rep, seq, type Expr} from "./gbnf.ts";
 import {namePart} from "./generate.ts";
@@ -18,11 +18,20 @@ import {afterOpener, optLit, xmlPieces} from "./tool-syntax.ts";
 
 const toolName = (b: ToolBuild, names: string[]) => b.rule("tool-name", alt(...names.map(lit)));
 
+/** A literal with a placeholder (CALL_INDEX: digits; VALUE_TYPE: a JSON type name) written as what it stands for. */
+function filled(piece: string): Expr {
+  for (const [mark, what] of [[CALL_INDEX, rep(cls("[0-9]"), 1, 4)], [VALUE_TYPE, alt(...JSON_TYPE_NAMES.map(lit))]] as const) {
+    const at = piece.indexOf(mark);
+    if (at >= 0) return seq(lit(piece.slice(0, at)), what, lit(piece.slice(at + mark.length)));
+  }
+  return lit(piece);
+}
+
 export function xmlOpen(b: ToolBuild, s: XmlCallSyntax, names: string[], fromReplyStart: boolean): Expr {
   const p = xmlPieces(s);
-  if (fromReplyStart) return seq(WS, lit((s.section?.open ?? "") + s.open), toolName(b, names), lit(p.nameEnd));
+  if (fromReplyStart) return seq(WS, lit((s.section?.open ?? "") + s.open), toolName(b, names), filled(p.nameEnd));
   const rest = afterOpener(s);
-  return seq(optLit(rest.lead), lit(rest.text), toolName(b, names), lit(p.nameEnd));
+  return seq(optLit(rest.lead), lit(rest.text), toolName(b, names), filled(p.nameEnd));
 }
 
 /** The close of a call; the newlines between its tags are optional. `skip`: characters the open phase wrote. */
@@ -43,7 +52,7 @@ export function xmlAnyArguments(b: ToolBuild, s: XmlCallSyntax, first: boolean):
   const {p, lead, keyOpen, close} = frame(s, first);
   const name = b.rule("parameter-name", rep(cls("[a-zA-Z0-9_.-]"), 1, null));
   const raw = seq(lit(p.keyEnds.string), b.rawText(p.valueEnd));
-  const value = p.keyEnds.string === p.keyEnds.json ? raw : alt(raw, seq(lit(p.keyEnds.json), ref("value")));
+  const value = p.keyEnds.string === p.keyEnds.json ? raw : alt(raw, seq(filled(p.keyEnds.json), ref("value")));
   return seq(lead, alt(seq(keyOpen, name, value, lit(p.valueEnd)), close));
 }
 
@@ -56,7 +65,7 @@ export function xmlStrictArguments(b: ToolBuild, s: XmlCallSyntax, written: stri
   const requiredLeft = left.filter((x) => x.required);
   const params = left.map((x) => {
     const raw = b.rawValue(x, p.valueEnd);
-    const value = raw !== null ? seq(lit(p.keyEnds.string), raw) : seq(lit(p.keyEnds.json), b.jsonValue(x));
+    const value = raw !== null ? seq(lit(p.keyEnds.string), raw) : seq(filled(p.keyEnds.json), b.jsonValue(x));
     return b.rule(`arg-${namePart(x.key, "key")}`, seq(keyOpen, lit(x.key), value, lit(p.valueEnd)));
   });
   return seq(lead, alt(...params, ...(requiredLeft.length === 0 ? [close] : [])));
@@ -66,7 +75,7 @@ export function xmlStrictArguments(b: ToolBuild, s: XmlCallSyntax, written: stri
 export function xmlAfter(b: ToolBuild, s: XmlCallSyntax, more: boolean, names: string[]): Expr {
   const p = xmlPieces(s);
   const end = lit(s.section!.close);
-  const next = seq(lit(s.separator + s.open), toolName(b, names), lit(p.nameEnd));
+  const next = seq(lit(s.separator + s.open), toolName(b, names), filled(p.nameEnd));
   return seq(optLit(p.afterLead), more ? alt(next, end) : end);
 }
 

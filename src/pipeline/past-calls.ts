@@ -10,7 +10,7 @@
 // arguments are the same JSON; and for a reply that was nothing but calls (the generic form's whole reply), the
 // reply's own text, whatever layout the model chose for the envelope.
 
-import type {CallSyntax} from "../core/call-syntax.ts";
+import {CALL_INDEX, jsonTypeName, leadIdOf, VALUE_TYPE, type CallSyntax} from "../core/call-syntax.ts";
 import type {TemplateMessage, TemplateToolCall, WrittenPiece} from "../core/messages.ts";
 
 /** Call ids remembered (the oldest are forgotten first): well over the calls of the conversations the regions hold. */
@@ -96,10 +96,12 @@ export function writeCalls(syntax: CallSyntax, calls: readonly {name: string; ar
   const val = (client: string): Piece => ({client});
   switch (syntax.shape) {
     case "json": {
-      const object = (c: {name: string; args: string}, i: number): Piece[] => [
-        lit(`{${syntax.idKey ? `"${syntax.idKey}": "${i}", ` : ""}"${syntax.nameKey}": `), val(JSON.stringify(c.name)),
-        lit(`, "${syntax.argsKey}": `), val(argsText(c.args)), lit("}"),
-      ];
+      const object = (c: {name: string; args: string}, i: number): Piece[] => syntax.keyedByName
+        ? [lit("{"), val(JSON.stringify(c.name)), lit(": "), val(argsText(c.args)), lit("}")]
+        : [
+          lit(`{${syntax.idKey ? `"${syntax.idKey}": "${i}", ` : ""}"${syntax.nameKey}": `), val(JSON.stringify(c.name)),
+          lit(`, "${syntax.argsKey}": `), val(argsText(c.args)), lit("}"),
+        ];
       const joined = (sep: string) => calls.flatMap((c, i) => [...(i > 0 ? [lit(sep)] : []), ...object(c, i)]);
       if (syntax.opener === null) {
         // Calls that start the reply: an envelope (the generic form's {"tool_calls": [...]}) or one bare object.
@@ -111,22 +113,23 @@ export function writeCalls(syntax: CallSyntax, calls: readonly {name: string; ar
     }
     case "named": {
       const one = (c: {name: string; args: string}, i: number): Piece[] => [
-        lit(syntax.open + syntax.namePrefix), val(c.name), lit((syntax.nameIndex ? `:${i}` : "") + syntax.nameEnd), val(argsText(c.args)),
-        lit(syntax.argsEnd + syntax.close),
+        lit(syntax.open + (syntax.leadId !== undefined ? leadIdOf(i) + syntax.leadId : "") + syntax.namePrefix), val(c.name),
+        lit((syntax.nameIndex ? `:${i}` : "") + syntax.nameEnd), val(argsText(c.args)), lit(syntax.argsEnd + syntax.close),
       ];
       return [lit(syntax.section?.open ?? ""), ...calls.flatMap((c, i) => [...(i > 0 ? [lit(syntax.separator)] : []), ...one(c, i)]),
         lit(syntax.section?.close ?? "")];
     }
     case "xml": {
-      const one = (c: {name: string; args: string}): Piece[] => {
+      const one = (c: {name: string; args: string}, i: number): Piece[] => {
         const params = Object.entries(parseArgs(c.args) ?? {}).flatMap(([key, v]) => {
-          const keyEnd = typeof syntax.keyEnd === "string" ? syntax.keyEnd : typeof v === "string" ? syntax.keyEnd.string : syntax.keyEnd.json;
+          const keyEnd = typeof syntax.keyEnd === "string" ? syntax.keyEnd : typeof v === "string" ? syntax.keyEnd.string
+            : syntax.keyEnd.json.replace(VALUE_TYPE, jsonTypeName(v));
           // String values raw, the others as JSON (what the XML parsers read back).
           return [lit(syntax.keyOpen), val(key), lit(keyEnd), val(typeof v === "string" ? v : JSON.stringify(v)), lit(syntax.valueEnd)];
         });
-        return [lit(syntax.open), val(c.name), lit(syntax.nameEnd), ...params, lit(syntax.close)];
+        return [lit(syntax.open), val(c.name), lit(syntax.nameEnd.replace(CALL_INDEX, String(i + 1))), ...params, lit(syntax.close)];
       };
-      return [lit(syntax.section?.open ?? ""), ...calls.flatMap((c, i) => [...(i > 0 ? [lit(syntax.separator)] : []), ...one(c)]),
+      return [lit(syntax.section?.open ?? ""), ...calls.flatMap((c, i) => [...(i > 0 ? [lit(syntax.separator)] : []), ...one(c, i)]),
         lit(syntax.section?.close ?? "")];
     }
     case "custom":

@@ -68,10 +68,12 @@ export function toolSyntaxOf(template: ChatTemplate | null): string {
   return callSyntaxOf(template).generic ? "generic" : familyOf(template).id;
 }
 
-/** Replies are read for the family's reasoning block when the template knows it (a switch or the markers). */
+/** Replies are read for the family's reasoning block when the template knows it (a switch, the markers, or a reply
+ * header that opens the block: Kimi K3 builds its markers in macros). */
 function reasons(template: ChatTemplate | null): boolean {
   const markers = familyOf(template).reasoning;
-  return template !== null && markers !== null && (template.supportsThinking || template.source.includes(markers.open));
+  return template !== null && markers !== null &&
+    (template.supportsThinking || template.source.includes(markers.open) || (template.replyHeader?.trimEnd().endsWith(markers.open) ?? false));
 }
 
 export function planReply(req: GenerationRequest, ctx: PlanContext): ReplyPlan {

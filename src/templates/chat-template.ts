@@ -11,7 +11,8 @@ import {isReservedName, TemplateRenderError} from "./template-env.ts";
 import type {Role, TemplateMessage, TemplateToolCall, WrittenPiece} from "../core/messages.ts";
 import {deriveCallSyntax, type Derivation} from "./derive-syntax.ts";
 import {derivedFamily} from "./families/derived.ts";
-import {engineFails, probeCallWithText, probeReplyHeader, probeToolCall, selfCheck, startProbe, type CallInput, type Renders} from "./template-probes.ts";
+import {engineFails, failsOnItems, probeCallWithText, probeReplyHeader, probeToolCall, selfCheck, startProbe, type CallInput,
+  type Renders} from "./template-probes.ts";
 
 export {TemplateRenderError};
 export type {NativeJinjaFactory};
@@ -61,7 +62,8 @@ export interface TemplateOptions {
 export class ChatTemplate {
   readonly sha256: string;
   readonly supportsDeveloperRole: boolean;
-  readonly supportsTools: boolean;
+  /** The template shows tools (it reads `tools`, or its family's tools text). */
+  supportsTools: boolean;
   /** The template has an enable_thinking switch (it is passed as true unless the request turns it off). */
   readonly supportsThinking: boolean;
   private checkResult = "ok";
@@ -101,6 +103,7 @@ export class ChatTemplate {
     let probe = probeToolCall(template, set);
     template.family = detectFamily({source, architecture: opts.metadata?.architecture ?? null, modelName: opts.metadata?.modelName ?? null,
       renderedCall: probe.rendered});
+    if (template.family.input.toolsText) template.supportsTools = true;
     // No family file knows it, yet it writes calls: read its syntax from how it renders them.
     if (template.family === generic && template.supportsTools && probe.rendered !== null) {
       template.derivation = template.deriveSyntax();
@@ -173,6 +176,7 @@ export class ChatTemplate {
       eos_token: this.eosToken,
     };
     if (opts.tools !== undefined) vars.tools = templateTools(opts.tools, input);
+    if (opts.tools !== undefined && input.needs.toolsText) Object.assign(vars, input.needs.toolsText(vars.tools as unknown[]));
     // Thinking is on unless the request turns it off, as llama.cpp's server does: some templates (DeepSeek V3.1,
     // QwQ as llama.cpp ships it) read an unset switch as off.
     const thinking = opts.enableThinking ?? (this.supportsThinking ? true : undefined);
@@ -214,7 +218,11 @@ function pickRenderer(source: string, opts: TemplateOptions): TemplateRenderer {
     jsError = new TemplateRenderError(line === null ? err.message : `${err.message} (line ${line})`,
       {parse: {line, js: err.parse?.js ?? err.message, native: null}});
   }
-  if (js !== null && (!opts.native || engineFails(rendersWith(js, opts)) === null)) return js;
+  if (js !== null && (!opts.native || engineFails(rendersWith(js, opts)) === null)) {
+    if (!opts.native || !failsOnItems(rendersWith(js, opts))) return js;
+    const other = nativeOrNull(opts.native, source, opts.origin);
+    return other !== null && engineFails(rendersWith(other, opts)) === null && !failsOnItems(rendersWith(other, opts)) ? other : js;
+  }
   if (!opts.native) throw jsError!;
   let native: TemplateRenderer;
   try {
@@ -226,6 +234,14 @@ function pickRenderer(source: string, opts: TemplateOptions): TemplateRenderer {
   }
   if (js !== null && engineFails(rendersWith(native, opts)) !== null) return js;
   return native;
+}
+
+function nativeOrNull(factory: NativeJinjaFactory, source: string, origin: string): TemplateRenderer | null {
+  try {
+    return nativeRenderer(factory, source, origin);
+  } catch {
+    return null;
+  }
 }
 
 /** A bare renderer as the probes see it (no family yet: defaults for the input). */

@@ -94,8 +94,14 @@ function placeReasoning(out: Json, reasoning: string, content: string, needs: Te
     case "thinking":
       out.thinking = reasoning;
       return;
+    case "reasoning":
+      out.reasoning = reasoning;
+      return;
     case "content-blocks":
       out.content = [{type: "thinking", thinking: reasoning}, ...(content === "" ? [] : [{type: "text", text: content}])];
+      return;
+    case "thought-blocks":
+      out.content = {blocks: [{type: "thoughts", text: reasoning}, {type: "response", text: content}]};
       return;
     case "none":
       return;

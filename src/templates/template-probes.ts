@@ -65,6 +65,22 @@ export function probeToolCall(t: Renders, set: (input: CallInput) => void, force
 }
 
 /**
+ * Whether the engine fails on tools whose parameter schema has an `items` key: the JS engine reads `schema.items()`
+ * as that key, not the dict method (GigaChat's templates walk schemas that way). Only asked of an engine that ran
+ * the probe conversation.
+ */
+export function failsOnItems(t: Renders): boolean {
+  const tools = [{type: "function", function: {name: "svc_probe_fn", description: "svc probe tool", parameters: {type: "object",
+    properties: {svc_probe_list: {type: "array", description: "svc probe list", items: {type: "string", description: "svc probe item"}}}}}}];
+  try {
+    t.render([QUESTION], {addGenerationPrompt: true, continueFinalMessage: false, tools});
+    return false;
+  } catch (err) {
+    return !(err instanceof TemplateRenderError && err.raised);
+  }
+}
+
+/**
  * A conversation with every feature a template may meet (system, tools, a call, its result, a reasoning
  * text), rendered only to see whether the Jinja engine can run the template: an error the template raises on
  * purpose does not count (it is about the input), an engine failure does.

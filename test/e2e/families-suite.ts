@@ -155,7 +155,8 @@ describe(label, {concurrency: 2}, () => {
         // The family's markers are written as the control tokens they are on the real model (the first time each occurs).
         const reply = c.segments.join("");
         for (const [text, id] of scenario.controlTokens) {
-          if (reply.includes(text)) assert.ok(scenario.script.includes(id), `${JSON.stringify(text)} is written as its control token`);
+          // Not the trigger's own token (GigaChat 3's <|role_sep|>\n): a scripted token precedes only once, so it is spelled.
+          if (reply.includes(text) && id !== scenario.trigger) assert.ok(scenario.script.includes(id), `${JSON.stringify(text)} is written as its control token`);
         }
       });
 

@@ -35,6 +35,8 @@ class CallObjectReader {
   constructor(
     private readonly onName: (name: string) => void,
     private readonly onArgs: (text: string) => void,
+    /** The object's first key is the name and its value the arguments (Apertus). */
+    private readonly keyedByName = false,
   ) {}
 
   /** Returns how many chars belong to the object; stops at its end or at the first char that breaks it. */
@@ -146,6 +148,10 @@ class CallObjectReader {
       }
       if (this.state === "keyStr") {
         this.key = s;
+        if (this.keyedByName && !this.argsSeen && !NAME_KEYS.has(s) && !ARGS_KEYS.has(s)) {
+          this.onName(s);
+          this.key = "arguments";
+        }
         return this.to("colon", 1);
       }
       this.onName(s);
@@ -164,8 +170,8 @@ export class JsonCall {
   private ended = false;
   private readonly reader: CallObjectReader;
 
-  constructor(private readonly calls: CallEmitter) {
-    this.reader = new CallObjectReader((name) => this.named(name), (text) => this.args(text));
+  constructor(private readonly calls: CallEmitter, keyedByName = false) {
+    this.reader = new CallObjectReader((name) => this.named(name), (text) => this.args(text), keyedByName);
   }
 
   get done(): boolean {
@@ -213,6 +219,8 @@ export interface JsonRegionOptions {
   wholeReply: boolean;
   /** The region starts inside the list (the generic form's consumed `{"tool_calls": [`). */
   inList: boolean;
+  /** Call objects keyed by the tool's name (JsonCallSyntax.keyedByName). */
+  keyedByName?: boolean;
 }
 
 /**
@@ -314,7 +322,7 @@ export class JsonCallsRegion implements CallRegion {
   }
 
   private startObject(): void {
-    this.call = new JsonCall(this.calls);
+    this.call = new JsonCall(this.calls, this.opts.keyedByName === true);
     this.state = "object";
   }
 

@@ -15,7 +15,7 @@ import {type CallEmitter, type CallRegion, findMarker, isJsonWs, partialMarkerLe
 /** A name longer than this without its end marker is not a name. */
 const MAX_NAME = 256;
 
-type State = "expectCall" | "name" | "id" | "argsStart" | "args" | "argsEnd" | "close" | "junk";
+type State = "expectCall" | "leadId" | "name" | "id" | "argsStart" | "args" | "argsEnd" | "close" | "junk";
 
 export interface NamedMarkers {
   section: {open: string; close: string} | null;
@@ -23,6 +23,7 @@ export interface NamedMarkers {
   namePrefix: string;
   nameIndex: boolean;
   idMarker: string | null;
+  leadId: string | null;
   nameEnd: string;
   argsEnd: string;
   close: string;
@@ -35,6 +36,7 @@ export function namedMarkers(s: NamedCallSyntax): NamedMarkers {
     namePrefix: s.namePrefix.trim(),
     nameIndex: s.nameIndex,
     idMarker: s.idMarker ?? null,
+    leadId: s.leadId?.trim() ?? null,
     nameEnd: s.nameEnd.trim(),
     argsEnd: s.argsEnd.trim(),
     close: s.close.trim(),
@@ -52,7 +54,7 @@ export class NamedCallsRegion implements CallRegion {
   /** `opener`: the section's open marker, or a call's own open marker (a call without the section around it). */
   constructor(private readonly calls: CallEmitter, private readonly m: NamedMarkers, opener: string) {
     this.inSection = m.section !== null && opener === m.section.open;
-    this.state = this.inSection ? "expectCall" : "name";
+    this.state = this.inSection ? "expectCall" : this.callStart();
   }
 
   feed(text: string, final: boolean): number {
@@ -75,10 +77,16 @@ export class NamedCallsRegion implements CallRegion {
         const hit = findMarker(s, markers);
         if (hit) {
           if (hit.marker === this.m.section!.close) this.ended = true;
-          else this.state = "name";
+          else this.state = this.callStart();
           return hit.at + hit.marker.length;
         }
         return drop(s, final ? 0 : partialMarkerLength(s, markers));
+      }
+      case "leadId": {
+        // Solar Open's call id before the name: skipped (svc gives the call its own id).
+        const at = s.indexOf(this.m.leadId!);
+        if (at < 0) return !final && s.length <= MAX_NAME ? STUCK : this.to("junk", 0);
+        return /[\s<>{}"]/.test(s.slice(0, at)) ? this.to("junk", 0) : this.to("name", at + this.m.leadId!.length);
       }
       case "name":
         return this.nameStep(s, final);
@@ -152,6 +160,10 @@ export class NamedCallsRegion implements CallRegion {
     if (this.inSection) this.state = "expectCall";
     else this.ended = true;
     return consumed;
+  }
+
+  private callStart(): State {
+    return this.m.leadId !== null ? "leadId" : "name";
   }
 
   private nameStep(s: string, final: boolean): number {

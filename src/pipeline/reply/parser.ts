@@ -199,6 +199,15 @@ export class ReplyParser implements ReplyReader {
       return false;
     }
     const m = findMarker(this.buf, this.contentMarkers);
+    if (m && this.dropped.has(m.marker) && !this.final) {
+      // A dropped marker inside a longer marker still arriving (Command R+'s close ``` in its opener "Action:\n```json",
+      // Solar Open's layout <|begin|>assistant in <|begin|>assistant<|content|>) waits until that one is decided.
+      const pending = partialMarkerLength(this.buf, this.contentMarkers);
+      if (pending > 0 && this.buf.length - pending <= m.at) {
+        const keep = pending + trailingRun(this.buf, this.buf.length - pending, (c) => /\s/.test(c));
+        return this.release(keep, (t) => this.content(t));
+      }
+    }
     if (m) {
       const before = this.buf.slice(0, m.at);
       this.buf = this.buf.slice(m.at + m.marker.length);

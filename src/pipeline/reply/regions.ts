@@ -68,10 +68,12 @@ function jsonParsing(s: JsonCallSyntax, tools: readonly ToolSpec[]): CallParsing
   }
   const opener = s.opener.trim();
   const other = s.alsoReads ? xmlMarkers(s.alsoReads) : null;
+  // A close that is ordinary markdown (Command R+'s ```) is not dropped from text outside a call: code fences are.
+  const stray = close !== "" && !/^`+$/.test(close);
   return {
-    openers: [opener], strays: close !== "" ? [close] : [], start: null,
+    openers: [opener], strays: stray ? [close] : [], start: null,
     region: (_o, calls) => {
-      const json = () => new JsonCallsRegion(calls, {close, wholeReply: false, inList: false});
+      const json = () => new JsonCallsRegion(calls, {close, wholeReply: false, inList: false, keyedByName: s.keyedByName === true});
       if (other === null || other.open[0] !== opener) return json();
       return new TaggedCallRegion(json, () => new XmlCallsRegion(calls, tools, other, opener));
     },

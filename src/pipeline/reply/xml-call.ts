@@ -13,7 +13,7 @@
 // Malformed syntax is dropped, never shown: junk between tags is skipped; a call whose name is malformed drops
 // everything up to the call's last close tag (nothing was announced yet), or, for a bare opener, just that tag.
 
-import type {XmlCallSyntax} from "../../core/call-syntax.ts";
+import {CALL_INDEX, type XmlCallSyntax} from "../../core/call-syntax.ts";
 import {type CallEmitter, type CallRegion, findMarker, partialMarkerLength, runSteps, STUCK} from "./sink.ts";
 import type {ToolSpec} from "./types.ts";
 import {typedValue, valueKind, type ValueKind} from "./xml-values.ts";
@@ -52,7 +52,8 @@ export function xmlMarkers(s: XmlCallSyntax): XmlMarkers {
   const keyEndTags = tags(keyEnd);
   return {
     open: tags(s.open),
-    nameEnd: tags(s.nameEnd)[0] ?? "",
+    // Up to a call index (Kimi K3): the index and what follows it are skipped before the first key.
+    nameEnd: tags(s.nameEnd.split(CALL_INDEX)[0]!)[0] ?? "",
     keyOpen: tags(s.keyOpen)[0]!,
     keyEnd: attributes ? keyEnd[0]! : keyEndTags[0]!,
     valueOpen: attributes ? [] : keyEndTags.slice(1),
@@ -213,8 +214,9 @@ export class XmlCallsRegion implements CallRegion {
       const gt = s.indexOf(">");
       if (gt < 0) return final ? this.to("body", s.length) : STUCK;
       const attrs = s.slice(0, gt);
-      if (/string\s*=\s*"true"/.test(attrs)) this.attributeKind = "string";
-      else if (/string\s*=\s*"false"/.test(attrs)) this.attributeKind = "json";
+      // DSML: string="true|false"; Kimi K3: the value's JSON type.
+      if (/string\s*=\s*"true"|type\s*=\s*"string"/.test(attrs)) this.attributeKind = "string";
+      else if (/string\s*=\s*"false"|type\s*=\s*"(number|boolean|object|array|null)"/.test(attrs)) this.attributeKind = "json";
       this.beginValue();
       return this.to("value", gt + 1);
     }

@@ -22,10 +22,14 @@ export interface TemplateFacts {
 export type ReasoningInput =
   /** `message.reasoning_content` (most templates read this). */
   | "reasoning_content"
+  /** `message.reasoning` (Solar Open). */
+  | "reasoning"
   /** `message.thinking` (gpt-oss). */
   | "thinking"
   /** Content as blocks: `[{type: "thinking", thinking}, {type: "text", text}]` (Mistral reasoning models). */
   | "content-blocks"
+  /** Content as `{blocks: [{type: "thoughts", text}, {type: "response", text}]}` (Apertus). */
+  | "thought-blocks"
   /** The template cannot show earlier reasoning: it is left out. */
   | "none";
 
@@ -37,6 +41,9 @@ export interface TemplateInputNeeds {
   /** Tool-call arguments as a parsed object (true) or the client's JSON string (false); absent: found by rendering
    * a probe call both ways (chat-template.ts). */
   argumentsAsObject?: boolean;
+  /** The template reads the tools as JSON text from these variables, not from `tools` (FireFunction: `functions`,
+   * with today's date in `datetime`): their values, from the tools as the template would get them. */
+  toolsText?: (tools: unknown[]) => Record<string, string>;
 }
 
 export interface ModelFamily {

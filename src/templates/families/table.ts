@@ -1,7 +1,7 @@
 // The table of model families in docs/families.md, generated from the family files so it cannot drift from them
 // (test/unit/repo/families-table.test.ts checks that docs/families.md holds it verbatim).
 
-import type {CallSyntax} from "../../core/call-syntax.ts";
+import {CALL_INDEX, leadIdOf, type CallSyntax} from "../../core/call-syntax.ts";
 import {FAMILIES} from "./index.ts";
 
 /** One call, get_weather({"city": "Paris"}), as the family writes it. */
@@ -10,16 +10,18 @@ export function exampleCall(s: CallSyntax | null): string {
   const args = '{"city": "Paris"}';
   switch (s.shape) {
     case "json": {
-      const obj = `{${s.idKey ? `"${s.idKey}": "0", ` : ""}"${s.nameKey}": "get_weather", "${s.argsKey}": ${args}}`;
+      const id = s.idKey ? `"${s.idKey}": "0", ` : "";
+      const obj = s.keyedByName ? `{"get_weather": ${args}}` : `{${id}"${s.nameKey}": "get_weather", "${s.argsKey}": ${args}}`;
       if (s.opener === null) return s.start?.consumed ? `{"tool_calls": [${obj}]}` : obj;
       return `${s.opener}${s.pad}${s.list ? `[${obj}]` : obj}${s.pad}${s.close}`;
     }
     case "named":
-      return `${s.section?.open ?? ""}${s.open}${s.namePrefix}get_weather${s.nameIndex ? ":0" : ""}${s.nameEnd}` +
-        `${args}${s.argsEnd}${s.close}${s.section?.close ?? ""}`;
+      return `${s.section?.open ?? ""}${s.open}${s.leadId !== undefined ? leadIdOf(0) + s.leadId : ""}${s.namePrefix}get_weather` +
+        `${s.nameIndex ? ":0" : ""}${s.nameEnd}${args}${s.argsEnd}${s.close}${s.section?.close ?? ""}`;
     case "xml": {
       const keyEnd = typeof s.keyEnd === "string" ? s.keyEnd : s.keyEnd.string;
-      return `${s.section?.open ?? ""}${s.open}get_weather${s.nameEnd}${s.keyOpen}city${keyEnd}Paris${s.valueEnd}${s.close}${s.section?.close ?? ""}`;
+      const name = `${s.open}get_weather${s.nameEnd.replace(CALL_INDEX, "1")}`;
+      return `${s.section?.open ?? ""}${name}${s.keyOpen}city${keyEnd}Paris${s.valueEnd}${s.close}${s.section?.close ?? ""}`;
     }
     case "custom":
       return s.kind === "harmony"

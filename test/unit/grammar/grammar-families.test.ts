@@ -57,13 +57,14 @@ function expected(s: CallSyntax, calls: Call[], strict: boolean): (Boundary | nu
       out.push({kind: "closed", name: c.args[c.args.length - 1]![0]});
     } else out.push({kind: "closed"});
   });
-  // Mistral's calls end with the reply: its after phase ends without a boundary.
-  if (after) out.push(s.shape === "named" && s.section === null ? null : {kind: "end"});
+  // Mistral's calls (and Solar Open's section) end with the reply: its after phase ends without a boundary.
+  if (after) out.push(endsWithReply(s) ? null : {kind: "end"});
   return out;
 }
 
-/** Mistral: after a call, the empty text is a complete after phase too (the reply may end there). */
-const endsEmpty = (s: CallSyntax, g: PhaseGrammar) => g.phase.kind === "after" && s.shape === "named" && s.section === null;
+/** Mistral, Solar Open: after a call, the empty text is a complete after phase too (the reply may end there). */
+const endsWithReply = (s: CallSyntax) => s.shape === "named" && (s.section === null || s.section.endsReply === true);
+const endsEmpty = (s: CallSyntax, g: PhaseGrammar) => g.phase.kind === "after" && endsWithReply(s);
 
 async function checkSlices(s: CallSyntax, slices: Slice[]): Promise<void> {
   for (const [i, {grammar, text, boundary}] of slices.entries()) {
@@ -186,6 +187,40 @@ describe("shape details", () => {
     assert.deepEqual(openers["gemma4"], ["<|tool_call>"]);
     assert.deepEqual(openers["generic form"], []);
     assert.deepEqual(openers.llama3, []);
+    assert.deepEqual(openers["functionary-v3.1"], ["<function="]);
+    assert.deepEqual(openers["firefunction-v2"], ["functools"]);
+    assert.deepEqual(openers["command-r-plus"], ["Action:\n```json\n"]);
+    assert.deepEqual(openers["gigachat-3"], ["<|message_sep|>\n\nfunction call<|role_sep|>\n"]);
+    assert.deepEqual(openers["gigachat-3.1"], ["<|function_call|>"]);
+    assert.deepEqual(openers["solar-open"], ["<|tool_calls|>"]);
+    assert.deepEqual(openers.apertus, ["<|tools_prefix|>"]);
+    assert.deepEqual(openers["kimi-k3"], ["<|open|>tools<|sep|>"]);
+  });
+
+  test("Kimi K3: calls numbered in an attribute, a JSON value's type named in one", async () => {
+    const s = family("kimi-k3");
+    await check(openGrammar(s, NAMES, {fromReplyStart: false}), s, [
+      ['<|open|>call tool="search" index="12"<|sep|>', {kind: "named", name: "search"}],
+    ], ['<|open|>call tool="search"<|sep|>', '<|open|>call tool="search" index="x"<|sep|>']);
+    const arg = (k: string, type: string, v: string) => `<|open|>argument key="${k}" type="${type}"<|sep|>${v}<|close|>argument<|sep|>`;
+    await check(argumentGrammar(s, TOOLS[0]!, []), s, [[arg("days", "number", "3"), param("days")], [arg("city", "string", "Paris"), param("city")]],
+      [arg("days", "string", "3"), arg("days", "text", "3"), arg("city", "number", '"Paris"')]);
+  });
+
+  test("Solar Open: a call id of 10 lowercase letters or digits before the name; after a call, another or nothing", async () => {
+    const s = family("solar-open");
+    await check(openGrammar(s, NAMES, {fromReplyStart: true}), s, [
+      ["<|tool_calls|><|tool_call:begin|>a1b2c3d4e5<|tool_call:name|>search<|tool_call:args|>", {kind: "named", name: "search"}],
+    ], ["<|tool_calls|><|tool_call:begin|>search<|tool_call:args|>", "<|tool_calls|><|tool_call:begin|>ABCDEFGHIJ<|tool_call:name|>search<|tool_call:args|>"]);
+    const more = await load(afterCallGrammar(s, {more: true, names: NAMES}));
+    assert.ok(grammarAcceptsText(more, ""));
+    assert.ok(!grammarAcceptsText(more, "<|calls|>"), "the end-of-generation token is not text the grammar writes");
+  });
+
+  test("Apertus: the call object's only key is the tool's name", async () => {
+    const s = family("apertus");
+    await check(openGrammar(s, NAMES, {fromReplyStart: true}), s, [['<|tools_prefix|>[{"search":', {kind: "named", name: "search"}]],
+      ['<|tools_prefix|>[{"name": "search", "arguments":', '<|tools_prefix|>[{"other":']);
   });
 
   test("tag-ended raw values never hold the tag; JSON values may (in a string); bounded ones hold no `<`", async () => {

@@ -9,27 +9,28 @@ import {after, before, describe, test} from "node:test";
 import {getLlama, LlamaLogLevel, type Llama} from "node-llama-cpp";
 import {nativeJinja} from "../../../../src/engine/llama/internals.ts";
 import {createReplyParser, type ReplyPart} from "../../../../src/pipeline/reply/index.ts";
+import {callSyntaxOf} from "../../../../src/pipeline/reply-plan.ts";
 import {ChatTemplate, type TemplateMessage} from "../../../../src/templates/chat-template.ts";
 import {bundledTemplate, bundledTemplateNames} from "../../../fixtures/templates/bundled.ts";
 
 /** Template file -> [family id, Jinja engine]. "generic": a template with no tool syntax svc reads (its tools are
  * taught in a system message). */
 const EXPECTED: Record<string, [string, "js" | "native"]> = {
-  "Apertus-8B-Instruct.jinja": ["generic", "js"],
+  "Apertus-8B-Instruct.jinja": ["apertus", "js"],
   "Apriel-1.6-15b-Thinker-fixed.jinja": ["apriel", "native"],
   "Bielik-11B-v3.0-Instruct.jinja": ["qwen3", "js"],
   "ByteDance-Seed-OSS.jinja": ["seed-oss", "native"],
   "Cohere2MoE.jinja": ["command-r7b", "js"],
-  "CohereForAI-c4ai-command-r-plus-tool_use.jinja": ["generic", "native"],
+  "CohereForAI-c4ai-command-r-plus-tool_use.jinja": ["command-r-plus", "native"],
   "CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja": ["command-r7b", "js"],
   "GLM-4.6.jinja": ["glm-4.6", "js"],
   "GLM-4.7-Flash.jinja": ["glm-4.7", "js"],
-  "GigaChat3-10B-A1.8B.jinja": ["generic", "js"],
-  "GigaChat3.1-10B-A1.8B.jinja": ["generic", "js"],
+  "GigaChat3-10B-A1.8B.jinja": ["gigachat-3", "native"],
+  "GigaChat3.1-10B-A1.8B.jinja": ["gigachat-3.1", "native"],
   "HuggingFaceTB-SmolLM3-3B.jinja": ["smollm3", "js"],
   "Kimi-K2-Instruct.jinja": ["kimi-k2", "native"],
   "Kimi-K2-Thinking.jinja": ["kimi-k2", "native"],
-  "Kimi-K3.jinja": ["generic", "js"],
+  "Kimi-K3.jinja": ["kimi-k3", "js"],
   "LFM2-8B-A1B.jinja": ["generic", "js"],
   "LFM2.5-8B-A1B.jinja": ["generic", "js"],
   "LFM2.5-Instruct.jinja": ["generic", "js"],
@@ -56,7 +57,7 @@ const EXPECTED: Record<string, [string, "js" | "native"]> = {
   "deepseek-ai-DeepSeek-V3.2.jinja": ["deepseek-v3.2", "js"],
   "deepseek-ai-DeepSeek-V4-Flash-0731.jinja": ["deepseek-v4", "js"],
   "deepseek-ai-DeepSeek-V4.jinja": ["deepseek-v4", "js"],
-  "fireworks-ai-llama-3-firefunction-v2.jinja": ["generic", "native"],
+  "fireworks-ai-llama-3-firefunction-v2.jinja": ["firefunction-v2", "native"],
   "google-gemma-2-2b-it.jinja": ["generic", "js"],
   "google-gemma-4-31B-it-interleaved.jinja": ["gemma4", "js"],
   "google-gemma-4-31B-it.jinja": ["gemma4", "js"],
@@ -66,7 +67,7 @@ const EXPECTED: Record<string, [string, "js" | "native"]> = {
   "inclusionai-ling-3.0-flash.jinja": ["glm-4.6", "js"],
   "llama-cpp-deepseek-r1.jinja": ["deepseek-r1", "js"],
   "llama-cpp-rwkv-world.jinja": ["generic", "js"],
-  "meetkai-functionary-medium-v3.1.jinja": ["generic", "native"],
+  "meetkai-functionary-medium-v3.1.jinja": ["functionary-v3.1", "native"],
   "meetkai-functionary-medium-v3.2.jinja": ["generic", "native"],
   "meta-llama-Llama-3.1-8B-Instruct.jinja": ["llama3", "js"],
   "meta-llama-Llama-3.2-3B-Instruct.jinja": ["llama3", "js"],
@@ -84,7 +85,26 @@ const EXPECTED: Record<string, [string, "js" | "native"]> = {
   "tencent-Hy3.jinja": ["hy3", "native"],
   "unsloth-Apriel-1.5.jinja": ["apriel", "native"],
   "unsloth-mistral-Devstral-Small-2507.jinja": ["mistral", "js"],
-  "upstage-Solar-Open-100B.jinja": ["generic", "js"],
+  "upstage-Solar-Open-100B.jinja": ["solar-open", "js"],
+};
+
+/** Templates whose replies svc reads in the generic form (tools taught in a system message, calls as
+ * {"tool_calls": [...]}), and why: the template renders no tools at all (checked: its prompt with tools is the
+ * prompt without), or "not yet", a call syntax svc does not read yet (checked: the template does render tools). */
+const GENERIC_FORM: Record<string, string> = {
+  "HuggingFaceTB-SmolLM3-3B.jinja": "renders no tools",
+  "deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja": "renders no tools",
+  "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja": "renders no tools",
+  "deepseek-ai-DeepSeek-V3.1.jinja": "renders no tools",
+  "google-gemma-2-2b-it.jinja": "renders no tools",
+  "llama-cpp-rwkv-world.jinja": "renders no tools",
+  "microsoft-Phi-3.5-mini-instruct.jinja": "renders no tools",
+  "LFM2-8B-A1B.jinja": "not yet: Python-style calls ([get_weather(city='Paris')]), a shape of its own",
+  "LFM2.5-8B-A1B.jinja": "not yet: Python-style calls ([get_weather(city='Paris')]), a shape of its own",
+  "LFM2.5-Instruct.jinja": "not yet: Python-style calls ([get_weather(city='Paris')]), a shape of its own",
+  "MiniMax-M3.jinja": "not yet: each parameter is a tag named after it (<city>Paris</city>) and nested values are XML, not JSON",
+  "meetkai-functionary-medium-v3.2.jinja": "not yet: recipient messages (>>>all for text, >>>NAME for a call) opened by the prompt itself",
+  "muse-glimmer.jinja": "not yet: harmony-like recipient messages (to=self, to=NAME) around XML invoke blocks",
 };
 
 /** Self-checks that fail for a reason of the template's own (it refuses the probe conversation on purpose). */
@@ -128,6 +148,22 @@ describe("the bundled chat templates", () => {
     const stopped = [...templates].filter(([, t]) => t.startProblem !== null).map(([name, t]) => `${name}: ${t.startProblem}`);
     assert.deepEqual(stopped, []);
     assert.equal(templates.size, 70);
+  });
+});
+
+describe("the templates read in the generic form", () => {
+  test("are exactly the listed ones, each for its reason", () => {
+    const user: TemplateMessage = {role: "user", content: "What is the weather in Paris?"};
+    const render = (t: ChatTemplate, tools?: unknown[]) => t.render([user], {addGenerationPrompt: true, continueFinalMessage: false, tools}).text;
+    const generic = [...templates].filter(([, t]) => callSyntaxOf(t).generic).map(([name]) => name).sort();
+    assert.deepEqual(generic, Object.keys(GENERIC_FORM).sort());
+    for (const name of generic) {
+      const t = templates.get(name)!;
+      const reason = GENERIC_FORM[name]!;
+      assert.match(reason, /^(renders no tools|not yet: .+)$/, name);
+      const shown = render(t, TOOLS) !== render(t);
+      assert.equal(shown, reason !== "renders no tools", `${name}: ${reason}, but the template ${shown ? "shows" : "does not show"} tools`);
+    }
   });
 });
 
