@@ -23,8 +23,20 @@ import {bundledTemplate, bundledTemplateNames} from "../../fixtures/templates/bu
 const NOT_DERIVED: Record<string, RegExp> = {
   // Its template opens the calls' section and never closes it (the family file knows the model's closing marker).
   "deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja": /the calls' section has no closing marker/,
-  // The template never shows an earlier turn's calls (svc writes them itself: pipeline/past-calls.ts).
+  // The call's id comes before its name (the family file's leadId); the derivation reads an id only after the name.
+  "upstage-Solar-Open-100B.jinja": /could not be told apart from its name and arguments/,
+  // The templates never show an earlier turn's calls (svc writes them itself: pipeline/past-calls.ts).
   "ibm-granite-granite-3.3-2B-Instruct.jinja": /does not render a call's name/,
+  "CohereForAI-c4ai-command-r-plus-tool_use.jinja": /does not render a call's name/,
+};
+
+/**
+ * Templates whose derived syntax reads its renders but not every call the family writes, and why: the family file is
+ * needed. The test checks that the derived syntax does fail on them, so the list cannot outlive the reason.
+ */
+const DERIVED_DIFFERENTLY: Record<string, string> = {
+  "Kimi-K3.jinja": "its markers carry the call's number and each value's JSON type (placeholders in the family file); " +
+    "renders of fixed probe calls show them as fixed text (index=\"1\", type=\"number\")",
 };
 
 const TOOLS = [{name: "get_weather", parameters: {type: "object", properties: {city: {type: "string"}, days: {type: "integer"}}}},
@@ -85,6 +97,16 @@ describe("call syntaxes derived from the bundled templates", () => {
       }
       assert.ok(derivation.syntax, `${name} (${t.family.id}): ${(derivation as {reason: string}).reason}`);
       const sets = t.family.parallelCalls && derivation.parallel ? [ONE, TWO] : [ONE];
+      if (DERIVED_DIFFERENTLY[name]) {
+        assert.ok(sets.some((calls) => {
+          try {
+            return JSON.stringify(parse(derivation.syntax, written(own, calls))) !== JSON.stringify(calls);
+          } catch {
+            return true;
+          }
+        }), `${name}: listed as derived differently, but the derived syntax reads the family's calls`);
+        continue;
+      }
       for (const calls of sets) {
         const text = written(own, calls);
         assert.deepEqual(parse(own, text), calls, `${name}: the family's own parser reads what it writes`);
@@ -96,7 +118,9 @@ describe("call syntaxes derived from the bundled templates", () => {
       }
       checked++;
     }
-    assert.ok(checked >= 45, `templates checked: ${checked}`);
+    // The 70 bundled templates less those read in the generic form, those with a parser of their own (gpt-oss, Gemma 4)
+    // and those listed above: a change here means a template moved between these groups.
+    assert.equal(checked, 52, `templates checked: ${checked}`);
   });
 
   test("a template no family file knows is served by its derived syntax, or stays generic saying why", () => {
