@@ -129,7 +129,7 @@ describe("POST /apply-template over the GGUF's template", () => {
       sha256: sha256(CHATML_TEMPLATE),
       check: "ok",
       engine: "js",
-      family: {id: "generic", name: h.chat_template.family.name},
+      family: {id: "generic", name: h.chat_template.family.name, derivation: null},
     });
     assert.equal(typeof h.chat_template.family.name, "string");
     assert.ok(h.routes.includes("POST /apply-template"));
