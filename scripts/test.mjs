@@ -144,6 +144,7 @@ const groups = tiers.flatMap((t) => t === "nodes" ? nodesGroups() : [{tier: t, r
 let status = 0;
 const lines = [];
 const sum = {passed: 0, failed: 0, skipped: 0};
+const failures = [];
 for (const [i, g] of groups.entries()) {
   const t0 = performance.now();
   const c = {passed: 0, failed: 0, skipped: 0, files: {}};
@@ -156,6 +157,7 @@ for (const [i, g] of groups.entries()) {
     const rc = existsSync(counts) ? JSON.parse(readFileSync(counts, "utf8").trim().split("\n").pop()) : {passed: 0, failed: 0, skipped: 0};
     for (const k of Object.keys(sum)) c[k] += rc[k];
     Object.assign(c.files, rc.files ?? {});
+    for (const f of rc.failures ?? []) failures.push({tier: g.tier, ...f});
   }
   for (const k of Object.keys(sum)) sum[k] += c[k];
   const wall = ((performance.now() - t0) / 1000).toFixed(1);
@@ -169,6 +171,11 @@ for (const [i, g] of groups.entries()) {
 }
 await stopServers();
 rmSync(work, {recursive: true, force: true});
+// Failed tests last, so that the tail of a long log names them (a parent test that failed because a child did is
+// listed too; its message says so).
+for (const f of failures) {
+  process.stdout.write(`\nFAILED [${f.tier}] ${relative(process.cwd(), f.file)}: ${f.name}\n${f.message.replace(/^/gm, "    ")}\n`);
+}
 process.stdout.write(`\n${lines.join("\n")}\n${sum.passed} passed, ${sum.failed} failed, ${sum.skipped} skipped\n`);
 if (status === 0 && sum.failed > 0) status = 1;
 process.exit(status);
