@@ -150,6 +150,25 @@ export function oversized(files: readonly SourceFile[]): string[] {
   return out;
 }
 
+/** The file that maps a call syntax to its shape (src/syntax/registry.ts): the only one that may read `syntax.shape`. */
+export const SHAPE_REGISTRY = "src/syntax/registry.ts";
+
+/** Reading a call syntax's shape: comparing a `.shape` with a call shape's name, a `case` of one (not "json" or "named",
+ * which other switches have: a transcription's format, a phase boundary's kind), or a custom kind. */
+const SHAPE_READ = /\.shape\s*[!=]==?\s*"(?:json|named|xml|custom)"|\bcase\s+"(?:xml|custom)"|\.kind\s*[!=]==?\s*"(?:harmony|gemma4)"/;
+
+/** Lines outside the registry that read a call syntax's shape, each as "file:line: text". */
+export function shapeReads(files: readonly SourceFile[]): string[] {
+  const out: string[] = [];
+  for (const f of files) {
+    if (f.path === SHAPE_REGISTRY) continue;
+    f.lines.forEach((line, i) => {
+      if (SHAPE_READ.test(line)) out.push(`${f.path}:${i + 1}: ${line.trim()}`);
+    });
+  }
+  return out;
+}
+
 export function describeCycle(group: readonly string[], edges: readonly Edge[]): string {
   const inside = edges.filter((e) => group.includes(e.from) && group.includes(e.to));
   return `${group.join(" <-> ")}: ${inside.map((e) => e.example).join("; ")}`;

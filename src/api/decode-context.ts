@@ -2,7 +2,7 @@
 // count. One type for every dialect (the Messages dialect adds its headers and log-once
 // notes); the request id is here only to name the request on log lines. Nothing of it is written into the request.
 
-import type {Eligibility} from "../grammar/index.ts";
+import type {Eligibility} from "../syntax/index.ts";
 import type {Counters} from "../observability/counters.ts";
 import type {Logger} from "../observability/log.ts";
 import type {ModelHandle} from "../pipeline/model-handle.ts";

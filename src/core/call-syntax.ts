@@ -1,6 +1,6 @@
-// How a model family writes tool calls, as data. A family file (src/templates/families/) fills one of these;
-// the streaming reply parsers (src/pipeline/reply/) and the strict-tool grammars (src/grammar/tool-calls.ts) are
-// both built from it, so what the parser reads and what the grammar lets the model write cannot drift apart.
+// How a model family writes tool calls, as data. A family file (src/templates/families/) fills one of these; the
+// shape it names (src/syntax/<shape>/) builds from it the strict-tool grammars, the streaming reply parser and the
+// writer of earlier calls, so what the parser reads and what the grammar lets the model write cannot drift apart.
 //
 // Literal pieces carry the family's canonical layout (its newlines): the grammar writes exactly that layout;
 // the parsers compare markers with surrounding whitespace ignored, and treat a value's leading and trailing

@@ -9,7 +9,7 @@ import {stringExcept} from "./keys.ts";
 import type {Node, Prop} from "./normalize.ts";
 
 /** How values are spelled. JSON everywhere but in Gemma 4's tool calls, which have their own notation
- * (tool-calls-gemma.ts): the walk over the schema and the member logic are the same, the leaves differ. */
+ * (src/syntax/gemma4/grammar.ts): the walk over the schema and the member logic are the same, the leaves differ. */
 export interface Notation {
   /** Whitespace after `{ [ , :` and before `} ]`. */
   readonly ws: Expr;

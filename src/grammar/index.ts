@@ -16,18 +16,13 @@
 //   - Counts above 2000 (llama.cpp's repetition limit) are split into counts it accepts; only a maximum
 //     more than 2000 above its minimum is left open (as llama.cpp would do silently), see gbnf.ts `rep`.
 //   - Whitespace goes after { [ , : and before } ] only (not before a comma), in objects and arrays alike.
-// Tool schemas (option toolSchema, used by tool-calls.ts): pattern and format are accepted and not
+// Tool schemas (option toolSchema, used by src/syntax/phases.ts): pattern and format are accepted and not
 // enforced instead of refused, and the root object is closed (absent additionalProperties = false).
 
 export {SchemaError} from "./errors.ts";
 export {REFUSED_KEYWORDS, UNENFORCED_KEYWORDS} from "./policy.ts";
 export {compileSchema, compileJsonObject, type CompileOptions, type CompiledSchema} from "./compile.ts";
 export {SchemaCache} from "./cache.ts";
-// Strict tool calls: one grammar per phase of a call, and the recogniser of each phase's end.
-// The syntax is a family's CallSyntax (src/core/call-syntax.ts): data, so this module stays pure.
-export {
-  afterCallGrammar, argumentGrammar, callOpeners, hasAfterPhase, isToolName, MAX_STRICT_PARAMETERS, openGrammar, phaseBoundary,
-  strictEligibility, xmlRawParameters, type Boundary, type CallSyntax, type Eligibility, type Phase, type PhaseGrammar, type ToolSpec,
-} from "./tool-calls.ts";
+// Strict tool calls' phase grammars are built in src/syntax/ (one module per call shape), on ToolBuild.
 export {TOOL_SCHEMA_UNENFORCED} from "./policy.ts";
 export {withAnswerPrefix} from "./answer-prefix.ts";

@@ -20,7 +20,7 @@ import {callSyntaxOf, familyOf, planReply, type ReplyPlan} from "./reply-plan.ts
 import {ReplySteering} from "./steering.ts";
 import {StopMatcher} from "./stop-strings.ts";
 import {compileResponseFormat, type StructuredOutput} from "./response-format.ts";
-import {strictEligibility, type Eligibility} from "../grammar/index.ts";
+import {strictEligibility, type Eligibility} from "../syntax/index.ts";
 
 export interface PipelineOptions {
   queueTimeoutMs: number;

@@ -10,13 +10,12 @@
 // arguments are the same JSON; and for a reply that was nothing but calls (the generic form's whole reply), the
 // reply's own text, whatever layout the model chose for the envelope.
 
-import {CALL_INDEX, jsonTypeName, leadIdOf, VALUE_TYPE, type CallSyntax} from "../core/call-syntax.ts";
+import type {CallSyntax} from "../core/call-syntax.ts";
 import type {TemplateMessage, TemplateToolCall, WrittenPiece} from "../core/messages.ts";
+import {shapeOf, type Piece, type WrittenCall} from "../syntax/index.ts";
 
 /** Call ids remembered (the oldest are forgotten first): well over the calls of the conversations the regions hold. */
 const REMEMBERED = 4096;
-
-type Piece = {syntax: string} | {client: string};
 
 export class PastCalls {
   /** Call id -> its arguments as the model wrote them. */
@@ -87,69 +86,12 @@ function compose(pieces: Piece[], preserved: readonly string[], content: string)
 }
 
 /**
- * Calls as `syntax` writes them (the layout the strict-tool grammar writes: src/grammar/tool-calls*.ts), or null for
- * the custom syntaxes, whose templates render calls themselves. Arguments that are a JSON object are written as the
- * client's text; anything else (not JSON) as it came.
+ * Calls as `syntax` writes them (the layout the strict-tool grammar writes: its shape's writeCalls, src/syntax/), or
+ * null for the custom syntaxes, whose templates render calls themselves. Arguments that are a JSON object are written
+ * as the client's text; anything else (not JSON) as it came.
  */
-export function writeCalls(syntax: CallSyntax, calls: readonly {name: string; args: string}[]): Piece[] | null {
-  const lit = (syntax: string): Piece => ({syntax});
-  const val = (client: string): Piece => ({client});
-  switch (syntax.shape) {
-    case "json": {
-      const object = (c: {name: string; args: string}, i: number): Piece[] => syntax.keyedByName
-        ? [lit("{"), val(JSON.stringify(c.name)), lit(": "), val(argsText(c.args)), lit("}")]
-        : [
-          lit(`{${syntax.idKey ? `"${syntax.idKey}": "${i}", ` : ""}"${syntax.nameKey}": `), val(JSON.stringify(c.name)),
-          lit(`, "${syntax.argsKey}": `), val(argsText(c.args)), lit("}"),
-        ];
-      const joined = (sep: string) => calls.flatMap((c, i) => [...(i > 0 ? [lit(sep)] : []), ...object(c, i)]);
-      if (syntax.opener === null) {
-        // Calls that start the reply: an envelope (the generic form's {"tool_calls": [...]}) or one bare object.
-        if (!syntax.start!.consumed) return object(calls[0]!, 0);
-        return [lit(syntax.start!.pieces.map((p) => (p === ":" ? ": " : p)).join("")), ...joined(", "), lit(`]${syntax.close}`)];
-      }
-      if (syntax.list) return [lit(`${syntax.opener}${syntax.pad}[`), ...joined(", "), lit(`]${syntax.pad}${syntax.close}`)];
-      return calls.flatMap((c, i) => [...(i > 0 ? [lit("\n")] : []), lit(syntax.opener! + syntax.pad), ...object(c, i), lit(syntax.pad + syntax.close)]);
-    }
-    case "named": {
-      const one = (c: {name: string; args: string}, i: number): Piece[] => [
-        lit(syntax.open + (syntax.leadId !== undefined ? leadIdOf(i) + syntax.leadId : "") + syntax.namePrefix), val(c.name),
-        lit((syntax.nameIndex ? `:${i}` : "") + syntax.nameEnd), val(argsText(c.args)), lit(syntax.argsEnd + syntax.close),
-      ];
-      return [lit(syntax.section?.open ?? ""), ...calls.flatMap((c, i) => [...(i > 0 ? [lit(syntax.separator)] : []), ...one(c, i)]),
-        lit(syntax.section?.close ?? "")];
-    }
-    case "xml": {
-      const one = (c: {name: string; args: string}, i: number): Piece[] => {
-        const params = Object.entries(parseArgs(c.args) ?? {}).flatMap(([key, v]) => {
-          const keyEnd = typeof syntax.keyEnd === "string" ? syntax.keyEnd : typeof v === "string" ? syntax.keyEnd.string
-            : syntax.keyEnd.json.replace(VALUE_TYPE, jsonTypeName(v));
-          // String values raw, the others as JSON (what the XML parsers read back).
-          return [lit(syntax.keyOpen), val(key), lit(keyEnd), val(typeof v === "string" ? v : JSON.stringify(v)), lit(syntax.valueEnd)];
-        });
-        return [lit(syntax.open), val(c.name), lit(syntax.nameEnd.replace(CALL_INDEX, String(i + 1))), ...params, lit(syntax.close)];
-      };
-      return [lit(syntax.section?.open ?? ""), ...calls.flatMap((c, i) => [...(i > 0 ? [lit(syntax.separator)] : []), ...one(c, i)]),
-        lit(syntax.section?.close ?? "")];
-    }
-    case "custom":
-      return null;
-  }
-}
-
-/** The arguments' text when it is a JSON object (as the model or client wrote it), else `{}` or the text as sent. */
-function argsText(args: string): string {
-  if (args.trim() === "") return "{}";
-  return args;
-}
-
-function parseArgs(args: string): Record<string, unknown> | null {
-  try {
-    const v: unknown = JSON.parse(args);
-    return v !== null && typeof v === "object" && !Array.isArray(v) ? v as Record<string, unknown> : null;
-  } catch {
-    return null;
-  }
+export function writeCalls(syntax: CallSyntax, calls: readonly WrittenCall[]): Piece[] | null {
+  return shapeOf(syntax).writeCalls(syntax, calls);
 }
 
 const turnKey = (calls: readonly {id: string}[]) => calls.map((c) => c.id).join("\u0000");

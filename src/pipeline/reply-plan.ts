@@ -13,6 +13,7 @@ import type {ReplyParserOptions} from "./reply/index.ts";
 import type {SteeringPlan} from "./steering.ts";
 import {createToolCallGrammars} from "./tool-call-grammars.ts";
 import {withAnswerPrefix} from "../grammar/index.ts";
+import {shapeOf} from "../syntax/index.ts";
 
 export interface ReplyPlan {
   parser: ReplyParserOptions;
@@ -84,13 +85,14 @@ export function planReply(req: GenerationRequest, ctx: PlanContext): ReplyPlan {
   const inside = thinking && (ctx.promptText ?? "").trimEnd().endsWith(markers!.open);
   const tools: ToolsRequest | null = chat ? (req.tools ?? null) : null;
   const calls = tools ? callSyntaxOf(ctx.template) : null;
-  const harmony = family.calls?.shape === "custom" && family.calls.kind === "harmony" && chat !== null;
+  // A family whose shape reads whole replies (harmony's channels) has no free text before a JSON answer to escape into.
+  const ownReader = chat !== null && family.calls !== null && shapeOf(family.calls).reader !== undefined;
   const parser: ReplyParserOptions = {
     calls: calls?.syntax ?? null,
     tools: (tools?.tools ?? []).map((t) => ({name: t.name, parameters: t.parameters})),
     reasoning: thinking ? {open: markers!.open, close: markers!.close, startsInside: inside} : null,
     layout: family.layout,
-    harmony,
+    familyCalls: chat !== null ? family.calls : null,
   };
   const choice = tools?.choice.kind ?? "none";
   const callsOffered = tools !== null && choice !== "none";
@@ -104,7 +106,7 @@ export function planReply(req: GenerationRequest, ctx: PlanContext): ReplyPlan {
   if (callsOffered && (choice === "required" || choice === "named")) answer = {kind: "call"};
   else if (schema) {
     // The free preamble before a JSON answer is read as text, which harmony replies are not.
-    const escape = callsOffered && ctx.schemaEscape && ctx.answerGrammar?.rootObject === true && !harmony;
+    const escape = callsOffered && ctx.schemaEscape && ctx.answerGrammar?.rootObject === true && !ownReader;
     answer = {kind: "schema", grammar: schema, escape: escape ? {budget: ctx.budget, braceToken: ctx.braceToken} : null};
   } else answer = {kind: "free"};
 

@@ -6,7 +6,7 @@
 
 import type {DecodeSteering, GrammarRef, SteerAction} from "../engine/index.ts";
 import type {CallBoundary, CallPhase, ToolCallGrammars} from "./tool-call-grammars.ts";
-import {matchStart} from "./reply/regions.ts";
+import {matchStart} from "./reply/parser.ts";
 
 export interface SteeringText {
   /** Text of one token in context (the steering's own incremental view of the reply). */

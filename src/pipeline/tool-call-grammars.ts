@@ -1,4 +1,4 @@
-// Enforced tool calls as a chain of grammars, one phase at a time (src/grammar/tool-calls.ts builds each
+// Enforced tool calls as a chain of grammars, one phase at a time (src/syntax/phases.ts builds each
 // phase's grammar and recognises where it ends). A call is bound from its opener (or from the answer's
 // start when a call is required); its name must be one of the request's tools; a strict tool's arguments
 // come one parameter per phase, so they may be written in any order while every required parameter is
@@ -8,9 +8,10 @@ import type {CallSyntax} from "../core/call-syntax.ts";
 import type {ToolsRequest} from "../core/generation.ts";
 import type {GrammarRef} from "../engine/index.ts";
 import {
-  afterCallGrammar, argumentGrammar, callOpeners, hasAfterPhase, openGrammar, phaseBoundary, SchemaError, type Boundary, type PhaseGrammar,
+  afterCallGrammar, argumentGrammar, callOpeners, hasAfterPhase, openGrammar, phaseBoundary, shapeOf, type Boundary, type PhaseGrammar,
   type ToolSpec,
-} from "../grammar/index.ts";
+} from "../syntax/index.ts";
+import {SchemaError} from "../grammar/index.ts";
 import {GENERIC_CALLS} from "../templates/families/generic.ts";
 
 export type CallPhase =
@@ -63,7 +64,7 @@ export function createToolCallGrammars(syntax: CallSyntax | null, tools: ToolsRe
   const after = hasAfterPhase(calls);
   return {
     openers: callOpeners(calls),
-    start: calls.shape === "json" && calls.opener === null ? calls.start!.pieces : null,
+    start: shapeOf(calls).start(calls)?.pieces ?? null,
     grammar: (phase) => {
       const g = lookup(phase);
       return {gbnf: g.gbnf, key: g.key};

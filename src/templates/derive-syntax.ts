@@ -8,6 +8,7 @@
 
 import type {CallSyntax, JsonCallSyntax, NamedCallSyntax, XmlCallSyntax} from "../core/call-syntax.ts";
 import type {TemplateMessage} from "../core/messages.ts";
+import {shapeOf} from "../syntax/index.ts";
 import type {Renders} from "./template-probes.ts";
 
 const QUESTION: TemplateMessage = {role: "user", content: "svc probe question"};
@@ -288,13 +289,15 @@ function deriveXml(one: string, two: string | null, numeric: string | null): Xml
     close: split.close.trimEnd(), separator: split.separator};
 }
 
-/** What a syntax lacks for the parsers to find its calls' edges, or null (an empty marker would match everywhere). */
-function missingMarker(syntax: CallSyntax): string | null {
-  if (syntax.shape === "named" || syntax.shape === "xml") {
-    if (syntax.section && syntax.section.close === "") return "the calls' section has no closing marker the renders show";
-    if (marker(syntax.open) === "" && !syntax.section?.open) return "nothing marks where a call starts";
+/** What keeps a syntax read from renders from being served: an edge its calls' parsers could not find (an empty
+ * marker would match everywhere), or data its shape refuses. Null when it can be served. */
+function unusable(syntax: CallSyntax): string | null {
+  try {
+    return shapeOf(syntax).missingEdge(syntax);
+  } catch (err) {
+    if (err instanceof TypeError) return `the markers found do not make a usable syntax (${err.message})`;
+    throw err;
   }
-  return null;
 }
 
 /** Whether a marker holds a probe's name, key, value or id: then the render was not cut where it should have been. */
@@ -318,7 +321,7 @@ export function deriveCallSyntax(t: Renders): Derivation {
   if (!syntax) {
     return {syntax: null, reason: `the rendered call fits none of the json, named and xml shapes: ${JSON.stringify(one.slice(0, 200))}`};
   }
-  const missing = missingMarker(syntax);
+  const missing = unusable(syntax);
   if (missing) return {syntax: null, reason: `${missing}: ${JSON.stringify(one.slice(0, 200))}`};
   if (holdsProbeText(syntax)) {
     return {syntax: null, reason: `the rendered call's markers could not be told apart from its name and arguments: ${JSON.stringify(one.slice(0, 200))}`};

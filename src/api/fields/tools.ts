@@ -5,7 +5,7 @@
 
 import {invalidField} from "../../core/errors.ts";
 import type {ToolChoice, ToolDefinition, ToolsRequest} from "../../core/generation.ts";
-import {isToolName, MAX_STRICT_PARAMETERS, strictEligibility, type Eligibility} from "../../grammar/index.ts";
+import {isToolName, MAX_STRICT_PARAMETERS, strictEligibility, type Eligibility} from "../../syntax/index.ts";
 import type {Logger} from "../../observability/log.ts";
 import type {Counters} from "../../observability/counters.ts";
 

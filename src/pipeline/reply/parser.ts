@@ -9,7 +9,7 @@
 // </think> follows. With a call syntax, trailing whitespace of content is held too, so content that
 // precedes a call, and whitespace between calls or after the last one, does not show as blank lines.
 //
-// Calls: the family's call syntax (regions.ts) says which markers open a call anywhere in content (Qwen XML:
+// Calls: the family's call shape (src/syntax/<shape>/, its `parsing`) says which markers open a call anywhere in content (Qwen XML:
 // <tool_call>, also a bare <function=…>; Mistral: [TOOL_CALLS]; ...) and which forms can only start the
 // content (the generic form, Llama 3). Reasoning is never scanned for calls: a call written inside an
 // unclosed thinking block stays reasoning text. A close marker outside any call is still call syntax: it is
@@ -17,24 +17,15 @@
 // so a contrived "<tool</tool_call>_call>" shows as "<tool" + "_call>": re-scanning the join would make the
 // result depend on how the text was chunked.)
 
-import {HarmonyParser} from "./harmony.ts";
-import {callParsing, matchStart, type CallParsing} from "./regions.ts";
-import {CallEmitter, type CallRegion, PartSink, findMarker, partialMarkerLength} from "./sink.ts";
-import type {ReasoningMarkers, ReplyMode, ReplyParserOptions, ReplyPart} from "./types.ts";
+import {CallEmitter, type CallParsing, type CallRegion, findMarker, isJsonWs, PartSink, partialMarkerLength, shapeOf} from "../../syntax/index.ts";
+import type {ReasoningMarkers, ReplyMode, ReplyParserOptions, ReplyPart, ReplyReader} from "./types.ts";
 
 type State = "start" | "reasoning" | "contentStart" | "content" | "region";
 
-/** What the pipeline drives: push text, finish, and read where the reply is. */
-export interface ReplyReader {
-  readonly mode: ReplyMode;
-  readonly callsCompleted: number;
-  push(text: string): ReplyPart[];
-  finish(): ReplyPart[];
-}
-
-/** The parser a family's replies need: harmony messages (gpt-oss), or text with markers. */
+/** The parser a family's replies need: its shape's own reader (harmony's messages in channels), or text with markers. */
 export function createReplyParser(opts: ReplyParserOptions): ReplyReader {
-  return opts.harmony ? new HarmonyParser({calls: opts.calls !== null}) : new ReplyParser(opts);
+  const reader = opts.familyCalls ? shapeOf(opts.familyCalls).reader : undefined;
+  return reader ? reader({calls: opts.calls !== null}) : new ReplyParser(opts);
 }
 
 export class ReplyParser implements ReplyReader {
@@ -67,8 +58,9 @@ export class ReplyParser implements ReplyReader {
 
   constructor(opts: ReplyParserOptions) {
     const syntax = opts.calls;
-    if (syntax?.shape === "custom" && syntax.kind === "harmony") throw new Error("harmony replies need the HarmonyParser (createReplyParser)");
-    this.parsing = syntax ? callParsing(syntax as Parameters<typeof callParsing>[0], opts.tools) : null;
+    const parsing = syntax ? shapeOf(syntax).parsing(syntax, opts.tools) : null;
+    if (syntax && parsing === null) throw new Error(`${JSON.stringify(syntax)}: replies in this syntax are read by its shape's own reader (createReplyParser)`);
+    this.parsing = parsing;
     this.think = opts.reasoning;
     const layout = opts.layout ?? [];
     this.dropped = new Set([...(this.parsing?.strays ?? []), ...layout]);
@@ -296,4 +288,20 @@ function trailingRun(s: string, end: number, test: (c: string) => boolean): numb
   let i = end;
   while (i > 0 && test(s[i - 1]!)) i--;
   return end - i;
+}
+
+/**
+ * Matches the start pieces incrementally, JSON whitespace allowed before each: the matched length, "partial"
+ * while the text could still become it, "no" once it cannot.
+ */
+export function matchStart(s: string, pieces: readonly string[]): number | "partial" | "no" {
+  let i = 0;
+  for (const piece of pieces) {
+    while (i < s.length && isJsonWs(s[i]!)) i++;
+    for (const ch of piece) {
+      if (i >= s.length) return "partial";
+      if (s[i++] !== ch) return "no";
+    }
+  }
+  return i;
 }

@@ -1,23 +1,9 @@
 // Shared types of the reply parsers: what the model's text is split into, and how the parser is set up.
 
 import type {CallSyntax} from "../../core/call-syntax.ts";
+import type {ReplyToolSpec} from "../../syntax/reply/parts.ts";
 
-export interface ToolSpec {
-  name: string;
-  /** JSON schema of the arguments (may be undefined) — used to type XML parameter values. */
-  parameters?: unknown;
-}
-
-export type ReplyPart =
-  | {kind: "reasoning"; text: string}
-  | {kind: "content"; text: string}
-  | {kind: "call_start"; index: number; name: string}
-  /** A fragment; the fragments of one call concatenate to its arguments JSON text. */
-  | {kind: "call_args"; index: number; text: string}
-  | {kind: "call_end"; index: number; complete: boolean}
-  /** Calls of one region whose syntax did not close properly, and the region's raw text (opener included): a
-   * reply that is not streamed shows that text as content instead of the broken calls. */
-  | {kind: "malformed"; indices: number[]; text: string};
+export type {ReplyMode, ReplyPart, ReplyReader, ReplyToolSpec as ToolSpec} from "../../syntax/reply/parts.ts";
 
 export interface ReasoningMarkers {
   open: string;
@@ -30,13 +16,12 @@ export interface ReplyParserOptions {
   /** The family's call syntax (the generic form for templates without one); null: the request has no tools,
    * so call-looking text is plain content. */
   calls: CallSyntax | null;
-  tools: ToolSpec[];
+  tools: ReplyToolSpec[];
   /** null: the reply is not read for a reasoning block. */
   reasoning: ReasoningMarkers | null;
   /** Markers that are layout, dropped from content (Command R7B's response markers). */
   layout?: readonly string[];
-  /** The reply is harmony messages (gpt-oss): reasoning, content and calls come in channels. */
-  harmony?: boolean;
+  /** The family's own call syntax, whether or not the request has tools: a shape that reads whole replies (harmony's
+   * channels) reads this family's replies even without tools. */
+  familyCalls?: CallSyntax | null;
 }
-
-export type ReplyMode = "reasoning" | "content" | "call";

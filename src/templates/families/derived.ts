@@ -3,36 +3,8 @@
 // past calls are written in them.
 
 import type {CallSyntax} from "../../core/call-syntax.ts";
+import {shapeOf} from "../../syntax/index.ts";
 import {THINK, type ModelFamily} from "./family.ts";
-
-/** The marker texts of a syntax: kept visible when they are special tokens, so the reply parser sees them. */
-function markerTexts(syntax: CallSyntax): string[] {
-  const texts: string[] = [];
-  const add = (s: string | undefined | null) => {
-    const t = s?.trim();
-    if (t) texts.push(t);
-  };
-  switch (syntax.shape) {
-    case "json":
-      add(syntax.opener);
-      add(syntax.close);
-      break;
-    case "named":
-      add(syntax.section?.open);
-      add(syntax.section?.close);
-      for (const s of [syntax.open, syntax.nameEnd, syntax.argsEnd, syntax.close, syntax.separator]) add(s);
-      break;
-    case "xml":
-      add(syntax.section?.open);
-      add(syntax.section?.close);
-      for (const s of [syntax.open, syntax.nameEnd, syntax.keyOpen, syntax.valueEnd, syntax.close, syntax.separator]) add(s);
-      if (typeof syntax.keyEnd === "string") add(syntax.keyEnd);
-      break;
-    case "custom":
-      break;
-  }
-  return [...new Set(texts)];
-}
 
 export function derivedFamily(calls: CallSyntax, parallelCalls: boolean): ModelFamily {
   return {
@@ -43,7 +15,8 @@ export function derivedFamily(calls: CallSyntax, parallelCalls: boolean): ModelF
     reasoning: THINK,
     calls,
     parallelCalls,
-    preserved: markerTexts(calls),
+    // The marker texts: kept visible when they are special tokens, so the reply parser sees them.
+    preserved: shapeOf(calls).markers(calls),
     input: {reasoning: "reasoning_content"},
   };
 }

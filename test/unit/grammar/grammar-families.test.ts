@@ -9,10 +9,7 @@ import {after, before, describe, test} from "node:test";
 import {getLlama, type Llama, type LlamaGrammar} from "node-llama-cpp";
 import type {CallSyntax} from "../../../src/core/call-syntax.ts";
 import {grammarAcceptsText} from "../../../src/engine/llama/internals.ts";
-import {
-  afterCallGrammar, argumentGrammar, callOpeners, hasAfterPhase, openGrammar, phaseBoundary, strictEligibility, type Boundary,
-  type PhaseGrammar, type ToolSpec,
-} from "../../../src/grammar/index.ts";
+import {afterCallGrammar, argumentGrammar, callOpeners, hasAfterPhase, openGrammar, phaseBoundary, strictEligibility, type Boundary, type PhaseGrammar, type ToolSpec} from "../../../src/syntax/index.ts";
 import {ReplySteering, type SteeringPlan} from "../../../src/pipeline/steering.ts";
 import {createToolCallGrammars} from "../../../src/pipeline/tool-call-grammars.ts";
 import {FAMILIES} from "../../../src/templates/families/index.ts";

@@ -6,10 +6,8 @@
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
 import {getLlama, type Llama, type LlamaGrammar} from "node-llama-cpp";
-import {
-  afterCallGrammar, argumentGrammar, compileSchema, MAX_STRICT_PARAMETERS, openGrammar, phaseBoundary, SchemaError,
-  strictEligibility, xmlRawParameters, type Boundary, type CallSyntax, type PhaseGrammar,
-} from "../../../src/grammar/index.ts";
+import {compileSchema, SchemaError} from "../../../src/grammar/index.ts";
+import {afterCallGrammar, argumentGrammar, MAX_STRICT_PARAMETERS, openGrammar, phaseBoundary, strictEligibility, xmlRawParameters, type Boundary, type CallSyntax, type PhaseGrammar} from "../../../src/syntax/index.ts";
 import {grammarAcceptsText} from "../../../src/engine/llama/internals.ts";
 import {FAMILIES} from "../../../src/templates/families/index.ts";
 import {GENERIC_CALLS} from "../../../src/templates/families/generic.ts";

@@ -1,13 +1,13 @@
 // The layering of src/ (docs/architecture.md), checked on every run: no two parts import each other (directly or
 // around a circle); a dialect never imports another dialect or side-model code, and side routes never import
 // dialect code; outside src/engine, the engine and node-llama-cpp are reached only through src/engine/index.ts;
-// core imports nothing; no file passes 400 lines and no line 160 characters. Each rule's checker is first shown
-// to catch what it is for, on files written for the purpose (the cycles are the ones src/ had before the rule).
+// core imports nothing; only src/syntax/registry.ts reads a call syntax's shape; no file passes 400 lines and no line
+// 160 characters. Each rule's checker is first shown to catch what it is for, on files written for the purpose (the cycles are the ones src/ had before the rule).
 
 import assert from "node:assert/strict";
 import {fileURLToPath} from "node:url";
 import {describe, test} from "node:test";
-import {describeCycle, forbiddenImports, oversized, parseSource, partCycles, partEdges, partOf, readSources,
+import {describeCycle, forbiddenImports, oversized, parseSource, partCycles, partEdges, partOf, readSources, shapeReads,
   type SourceFile} from "../../../support/architecture.ts";
 
 const ROOT = fileURLToPath(new URL("../../..", import.meta.url));
@@ -84,6 +84,19 @@ describe("the checkers catch what they are for", () => {
     ]);
   });
 
+  test("reading a call syntax's shape outside the registry is reported; the registry itself and other `.shape`s are not", () => {
+    const reads = shapeReads([
+      parseSource("src/pipeline/x.ts", 'if (syntax.shape === "xml") a();\nswitch (s.shape) {\n  case "custom":\n}\nconst h = c.kind === "harmony";\n'),
+      parseSource("src/syntax/registry.ts", 'switch (syntax.shape) {\n  case "xml":\n}\n'),
+      parseSource("src/engine/kv/y.ts", 'const n = this.shape.regions;\nswitch (f) {\n  case "json": break;\n  case "named": break;\n}\n'),
+    ]);
+    assert.deepEqual(reads, [
+      'src/pipeline/x.ts:1: if (syntax.shape === "xml") a();',
+      'src/pipeline/x.ts:3: case "custom":',
+      'src/pipeline/x.ts:5: const h = c.kind === "harmony";',
+    ]);
+  });
+
   test("sizes: a file of 401 lines and a line of 161 characters are reported; 400 and 160 are not", () => {
     const text = (lines: number, width: number) => Array.from({length: lines}, (_, i) => (i === 0 ? "x".repeat(width) : "y")).join("\n") + "\n";
     assert.deepEqual(oversized([parseSource("src/a.ts", text(400, 160))]), []);
@@ -112,6 +125,10 @@ describe("src/ keeps its layering", () => {
 
   test("dialects, side routes, the engine's entrance and core keep their import rules", () => {
     assert.deepEqual(forbiddenImports(files), []);
+  });
+
+  test("only src/syntax/registry.ts reads which shape a call syntax has: every other module asks the shape", () => {
+    assert.deepEqual(shapeReads(files), []);
   });
 
   test("no file over 400 lines, no line over 160 characters", () => {

@@ -13,7 +13,7 @@ const TOOLS = [{name: "get_weather", parameters: {type: "object"}}, {name: "get_
 function read(id: string, text: string, startsInside = false): {reasoning: string; content: string; calls: {name: string; args: unknown; complete: boolean}[]} {
   const family = familyById(id)!;
   const runs = [[text], [...text]].map((chunks) => {
-    const parser = createReplyParser({calls: family.calls, tools: TOOLS, layout: family.layout, harmony: false,
+    const parser = createReplyParser({calls: family.calls, tools: TOOLS, layout: family.layout,
       reasoning: family.reasoning ? {...family.reasoning, startsInside} : null});
     const parts: ReplyPart[] = [];
     for (const c of chunks) parts.push(...parser.push(c));

@@ -2,7 +2,7 @@
 
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
-import {JsonStringDecoder, JsonValueStream} from "../../../../src/pipeline/reply/json-stream.ts";
+import {JsonStringDecoder, JsonValueStream} from "../../../../src/syntax/reply/json-stream.ts";
 
 const SAMPLES = [
   '{"city": "Paris", "days": 3}',

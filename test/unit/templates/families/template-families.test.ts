@@ -236,7 +236,7 @@ function readBack(t: ChatTemplate, assistant: TemplateMessage, written?: string)
   const family = t.family;
   const parser = createReplyParser({
     calls: family.calls, tools: PARSER_TOOLS, layout: family.layout,
-    harmony: family.calls?.shape === "custom" && family.calls.kind === "harmony",
+    familyCalls: family.calls,
     reasoning: family.reasoning ? {...family.reasoning, startsInside: startsInside(family)} : null,
   });
   const parts: ReplyPart[] = [];

@@ -14,9 +14,9 @@
 // everything up to the call's last close tag (nothing was announced yet), or, for a bare opener, just that tag.
 
 import {CALL_INDEX, type XmlCallSyntax} from "../../core/call-syntax.ts";
-import {type CallEmitter, type CallRegion, findMarker, partialMarkerLength, runSteps, STUCK} from "./sink.ts";
-import type {ToolSpec} from "./types.ts";
-import {typedValue, valueKind, type ValueKind} from "./xml-values.ts";
+import {type CallEmitter, type CallRegion, findMarker, partialMarkerLength, runSteps, STUCK} from "../reply/sink.ts";
+import type {ReplyToolSpec as ToolSpec} from "../reply/parts.ts";
+import {typedValue, valueKind, type ValueKind} from "./values.ts";
 
 /** A literal piece's markers without their layout: split at line breaks and between adjacent tags ("><"), so
  * whitespace a model puts between two tags is tolerated. */

@@ -9,8 +9,8 @@
 // skip to, the text after the break is content again.
 
 import type {NamedCallSyntax} from "../../core/call-syntax.ts";
-import {JsonValueStream} from "./json-stream.ts";
-import {type CallEmitter, type CallRegion, findMarker, isJsonWs, partialMarkerLength, runSteps, STUCK} from "./sink.ts";
+import {JsonValueStream} from "../reply/json-stream.ts";
+import {type CallEmitter, type CallRegion, findMarker, isJsonWs, partialMarkerLength, runSteps, STUCK} from "../reply/sink.ts";
 
 /** A name longer than this without its end marker is not a name. */
 const MAX_NAME = 256;

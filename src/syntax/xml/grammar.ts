@@ -1,6 +1,6 @@
 // Phase grammars of the xml shape (Qwen3-Coder, Seed-OSS, GLM, MiniMax M2, MiniCPM, Hunyuan, DeepSeek DSML):
 // the name in markup, then one parameter per phase, `KEYOPEN NAME KEYEND VALUE VALUEEND` in any order, then
-// the close. See tool-calls.ts for the phases and tool-syntax.ts for how literals split at phase boundaries.
+// the close. See ../phases.ts for the phases and ../literals.ts for how literals split at phase boundaries.
 //
 // Values: a parameter whose schema allows only strings (type "string", string enum/const, a union or $ref of
 // those) is raw text, not quoted; any other is JSON from the ordinary compiler. DSML says which in the key's
@@ -9,12 +9,13 @@
 // starts a line, as Qwen's "\n</parameter>"; no closing tag at all otherwise), which makes the first value end
 // after the header the end of the value.
 
-import {CALL_INDEX, JSON_TYPE_NAMES, VALUE_TYPE, type XmlCallSyntax} from "../core/call-syntax.ts";
-import {invalid, seg} from "./errors.ts";
-import {alt, cls, lit, opt, ref, rep, seq, type Expr} from "./gbnf.ts";
-import {namePart} from "./generate.ts";
-import {WS, type ToolBuild} from "./tool-build.ts";
-import {afterOpener, optLit, xmlPieces} from "./tool-syntax.ts";
+import {CALL_INDEX, JSON_TYPE_NAMES, VALUE_TYPE, type XmlCallSyntax} from "../../core/call-syntax.ts";
+import {invalid, seg} from "../../grammar/errors.ts";
+import {alt, cls, lit, opt, ref, rep, seq, type Expr} from "../../grammar/gbnf.ts";
+import {namePart} from "../../grammar/generate.ts";
+import {WS, type ToolBuild} from "../../grammar/tool-build.ts";
+import {afterOpener, optLit} from "../literals.ts";
+import {xmlOpener, xmlPieces} from "./pieces.ts";
 
 const toolName = (b: ToolBuild, names: string[]) => b.rule("tool-name", alt(...names.map(lit)));
 
@@ -30,7 +31,7 @@ function filled(piece: string): Expr {
 export function xmlOpen(b: ToolBuild, s: XmlCallSyntax, names: string[], fromReplyStart: boolean): Expr {
   const p = xmlPieces(s);
   if (fromReplyStart) return seq(WS, lit((s.section?.open ?? "") + s.open), toolName(b, names), filled(p.nameEnd));
-  const rest = afterOpener(s);
+  const rest = afterOpener(s, xmlOpener(s));
   return seq(optLit(rest.lead), lit(rest.text), toolName(b, names), filled(p.nameEnd));
 }
 

@@ -1,7 +1,7 @@
 // How the raw text of an XML-style parameter value becomes JSON: by the parameter's schema (a string-only schema
 // keeps the text as a string, a typed one parses it), else by what the text looks like.
 
-import type {ToolSpec} from "./types.ts";
+import type {ReplyToolSpec as ToolSpec} from "../reply/parts.ts";
 
 /** How a parameter's text becomes JSON: a string as is, parsed JSON, or parsed only if it looks like JSON. */
 export type ValueKind = "string" | "json" | "auto";

@@ -9,9 +9,9 @@
 // end-of-generation tokens, stripped before the text gets here), so the last message usually has no end marker.
 // A reply that does not start with a header is read as plain content (a model that ignored the format).
 
-import {JsonValueStream} from "./json-stream.ts";
-import {CallEmitter, PartSink, findMarker, partialMarkerLength} from "./sink.ts";
-import type {ReplyMode, ReplyPart} from "./types.ts";
+import {JsonValueStream} from "../reply/json-stream.ts";
+import {CallEmitter, PartSink, findMarker, partialMarkerLength} from "../reply/sink.ts";
+import type {ReplyMode, ReplyPart, ReplyReader} from "../reply/parts.ts";
 
 const MESSAGE = "<|message|>";
 const ENDS = ["<|end|>", "<|call|>", "<|return|>", "<|start|>"];
@@ -30,7 +30,7 @@ export interface HarmonyOptions {
   calls: boolean;
 }
 
-export class HarmonyParser {
+export class HarmonyParser implements ReplyReader {
   private readonly sink = new PartSink();
   private readonly emitter = new CallEmitter(this.sink);
   private state: "header" | "body" | "plain" = "header";

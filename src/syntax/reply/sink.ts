@@ -1,7 +1,7 @@
 // Output plumbing shared by the parsers: a part list that merges neighbours, the call counter, and the
 // marker search used for hold-back (text that could still become a marker is not released yet).
 
-import type {ReplyPart} from "./types.ts";
+import type {ReplyPart} from "./parts.ts";
 
 /** Collects the parts of one push; adjacent parts of the same kind (and call) are merged. */
 export class PartSink {

@@ -1,14 +1,57 @@
-// Argument-phase boundaries of the markup shapes (see tool-boundary.ts for the protocol).
-//
-// xml: one parameter per phase, `KEYOPEN NAME KEYEND VALUE VALUEEND`, or the call's close. A raw value never
+// Where the xml shape's phases end (see phases.ts for the protocol). Open and after phases are matched whole, with a
+// regular expression built from the syntax's literals (anchored at both ends: a prefix of the phase never matches).
+// Arguments: one parameter per phase, `KEYOPEN NAME KEYEND VALUE VALUEEND`, or the call's close. A raw value never
 // holds its syntax's value end (tool-build.ts makes that so), so the first value end after the header ends it;
 // a JSON value is scanned instead (a JSON string may hold the tag: `"</parameter>"` is a fine JSON string).
-// Gemma: `KEY:VALUE` then `,` or `}<tool_call|>`, the object's `{` written by the open phase.
 
-import {VALUE_TYPE, type XmlCallSyntax} from "../core/call-syntax.ts";
-import type {Boundary, Phase} from "./tool-boundary.ts";
-import {scanGemma, scanValue} from "./tool-scan.ts";
-import {esc, GEMMA, xmlPieces} from "./tool-syntax.ts";
+import {CALL_INDEX, VALUE_TYPE, type XmlCallSyntax} from "../../core/call-syntax.ts";
+import {afterOpener, esc, matchName, NAME, optional, whole} from "../literals.ts";
+import {scanValue} from "../scan.ts";
+import type {ArgumentPhase, Boundary, Phase} from "../shape.ts";
+import {xmlOpener, xmlPieces} from "./pieces.ts";
+
+interface Patterns {
+  openFromStart: RegExp;
+  open: RegExp;
+  more: RegExp;
+  end: RegExp | null;
+}
+
+const patterns = new WeakMap<object, Patterns>();
+
+function patternsOf(s: XmlCallSyntax): Patterns {
+  let out = patterns.get(s);
+  if (out === undefined) {
+    const p = xmlPieces(s);
+    const call = NAME + p.nameEnd.split(CALL_INDEX).map(esc).join("[0-9]+");
+    const rest = afterOpener(s, xmlOpener(s));
+    out = {
+      openFromStart: whole(`\\s*${esc(s.section?.open ?? "")}${esc(s.open)}${call}`),
+      open: whole(`${optional(rest.lead)}${esc(rest.text)}${call}`),
+      more: whole(`${optional(p.afterLead)}${esc(s.separator + s.open)}${call}`),
+      end: s.section ? whole(`${optional(p.afterLead)}${esc(s.section.close)}`) : null,
+    };
+    patterns.set(s, out);
+  }
+  return out;
+}
+
+export function xmlBoundary(s: XmlCallSyntax, phase: Phase, text: string): Boundary | null {
+  const p = patternsOf(s);
+  switch (phase.kind) {
+    case "open": {
+      const name = matchName(phase.fromReplyStart ? p.openFromStart : p.open, text);
+      return name === null ? null : {kind: "named", name};
+    }
+    case "argument":
+      return xmlArgument(s, phase, text);
+    case "after": {
+      if (p.end?.test(text)) return {kind: "end"};
+      const name = matchName(p.more, text);
+      return name === null ? null : {kind: "more", name};
+    }
+  }
+}
 
 const closes = new WeakMap<object, RegExp[]>();
 
@@ -24,7 +67,7 @@ function closePatterns(s: XmlCallSyntax): RegExp[] {
   return out;
 }
 
-export function xmlArgument(s: XmlCallSyntax, phase: Extract<Phase, {kind: "argument"}>, text: string): Boundary | null {
+function xmlArgument(s: XmlCallSyntax, phase: ArgumentPhase, text: string): Boundary | null {
   const p = xmlPieces(s);
   const lead = phase.first ? p.firstLead : p.lead;
   const i = lead !== "" && text.startsWith(lead) ? lead.length : 0;
@@ -56,23 +99,4 @@ export function xmlArgument(s: XmlCallSyntax, phase: Extract<Phase, {kind: "argu
     return end >= 0 && text.startsWith(p.valueEnd, end) ? {kind: "parameter", name} : null;
   }
   return text.indexOf(p.valueEnd, at) >= 0 ? {kind: "parameter", name} : null;
-}
-
-const GEMMA_KEY = /^[A-Za-z0-9_.-]+/;
-
-export function gemmaArgument(strict: boolean, text: string): Boundary | null {
-  const closedAt = (i: number, name?: string): Boundary | null =>
-    text.startsWith(GEMMA.close, i) ? (name === undefined ? {kind: "closed"} : {kind: "closed", name}) : null;
-  if (!strict) {
-    // The whole object in one phase; its `{` is the open phase's.
-    const end = scanGemma("{" + text, 0);
-    return end < 0 ? null : closedAt(end - 1);
-  }
-  if (text.startsWith("}")) return closedAt(1);
-  const key = GEMMA_KEY.exec(text);
-  if (key === null || text[key[0].length] !== ":") return null;
-  const end = scanGemma(text, key[0].length + 1);
-  if (end < 0) return null;
-  if (text[end] === ",") return {kind: "parameter", name: key[0]};
-  return text[end] === "}" ? closedAt(end + 1, key[0]) : null;
 }

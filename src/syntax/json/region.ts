@@ -8,8 +8,8 @@
 // is ended with complete=false and its arguments closed best-effort; an object that never got a name
 // announced nothing, so it is dropped without a trace.
 
-import {JsonStringDecoder, JsonValueStream} from "./json-stream.ts";
-import {type CallEmitter, type CallRegion, isJsonWs, partialMarkerLength} from "./sink.ts";
+import {JsonStringDecoder, JsonValueStream} from "../reply/json-stream.ts";
+import {type CallEmitter, type CallRegion, isJsonWs, partialMarkerLength} from "../reply/sink.ts";
 
 type ReaderState =
   | "open" | "key" | "keyStr" | "colon" | "value" | "nameStr" | "args" | "argsStr" | "skip" | "after"

@@ -3,7 +3,7 @@
 // false and null are plain, objects and arrays nest with `{}` and `[]`, items are separated by commas.
 //   <|tool_call>call:get_weather{city:<|"|>Paris<|"|>,days:2}<tool_call|>
 
-import {type CallEmitter, type CallRegion, partialMarkerLength} from "./sink.ts";
+import {type CallEmitter, type CallRegion, partialMarkerLength} from "../reply/sink.ts";
 
 export const GEMMA_CALL_OPEN = "<|tool_call>";
 export const GEMMA_CALL_CLOSE = "<tool_call|>";

@@ -2,7 +2,7 @@
 // ends, or -1 while it is not finished. They assume text the phase grammar accepted, so they only have to
 // find ends, not to validate.
 
-import {GEMMA} from "./tool-syntax.ts";
+import {GEMMA} from "./gemma4/markers.ts";
 
 export function skipWs(text: string, i: number): number {
   while (i < text.length && (text[i] === " " || text[i] === "\n" || text[i] === "\t" || text[i] === "\r")) i++;

@@ -1,5 +1,5 @@
 // Gemma 4's tool calls: `<|tool_call>call:NAME{city:<|"|>Paris<|"|>,days:2}<tool_call|>`. The arguments are in
-// Gemma's own notation, which the reply parser (src/pipeline/reply/gemma4.ts) turns into JSON: keys bare
+// Gemma's own notation, which the reply parser (region.ts) turns into JSON: keys bare
 // (letters, digits, `_ . -`), strings between `<|"|>` marks with no escapes (so a string never holds that mark),
 // numbers, true, false and null as in JSON, `{k:v,...}` and `[...]`, no spaces. The schema compiler writes
 // values in this notation (a Notation for the Generator), so strict Gemma arguments are enforced like JSON ones,
@@ -10,11 +10,11 @@
 // Phases: open `[WS <|tool_call>] call:NAME{` (the `{` ends the name); then one `KEY:VALUE` per phase followed
 // by `,` (some left) or the close `}<tool_call|>` (every required one written), or the close alone.
 
-import {SchemaError} from "./errors.ts";
-import {alt, classChar, cls, EMPTY, lit, opt, ref, rep, seq, star, type Expr} from "./gbnf.ts";
-import {namePart, type Notation} from "./generate.ts";
-import {rawWritable, WS, type ToolBuild} from "./tool-build.ts";
-import {GEMMA} from "./tool-syntax.ts";
+import {SchemaError} from "../../grammar/errors.ts";
+import {alt, classChar, cls, EMPTY, lit, opt, ref, rep, seq, star, type Expr} from "../../grammar/gbnf.ts";
+import {namePart, type Notation} from "../../grammar/generate.ts";
+import {rawWritable, WS, type ToolBuild} from "../../grammar/tool-build.ts";
+import {GEMMA} from "./markers.ts";
 
 const Q = GEMMA.quote;
 const KEY_CHARS = [..."abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-"];

@@ -5,8 +5,9 @@
 // parameter per phase because a strict tool's parameters may come in any order: the pipeline passes the
 // set already written, which is how "every required parameter" and "no duplicate" hold across phases.
 //
-// A syntax is a family's CallSyntax (src/core/call-syntax.ts), data; the phases by shape (WS is the bounded
-// `ws` rule; [..] only from the reply's start; "lead": an optional layout newline, see tool-syntax.ts):
+// A syntax is a family's CallSyntax (src/core/call-syntax.ts), data; each shape (src/syntax/<shape>/) builds its
+// phases, and says where each ends (phaseBoundary). The phases by shape (WS is the bounded `ws` rule; [..] only from
+// the reply's start; "lead": an optional layout newline, see literals.ts):
 //   openGrammar      json   [WS OPENER] [WS "["] CALL          CALL = WS "{" WS ["ID": "0",] "NAME": "get", "ARGS":
 //                           opener null: [WS "{" WS "\"tool_calls\"" WS ":" WS "["] CALL (the `start` pieces;
 //                           Llama 3's are the call's own start: CALL alone)                    ends after ":"
@@ -20,7 +21,7 @@
 //                           CLOSE = "}" then json: WS "}" [WS CLOSEMARKER] (lists: the after phase closes them);
 //                           named: ARGSEND CLOSE; harmony: nothing (<|call|> ends the generation)
 //                    xml    lead ( KEYOPEN P KEYEND VALUE VALUEEND | CLOSE )    ends after VALUEEND / CLOSE
-//                    gemma4 ( P ":" VALUE ( "," | "}<tool_call|>" ) | "}<tool_call|>" )  (tool-calls-gemma.ts)
+//                    gemma4 ( P ":" VALUE ( "," | "}<tool_call|>" ) | "}<tool_call|>" )  (gemma4/grammar.ts)
 //   afterCallGrammar json lists: WS ( "," CALL | "]" [WS CLOSEMARKER] ); sections: lead ( SEPARATOR OPEN NAME... |
 //                    SECTION.CLOSE ); Mistral (no close, no section): ( OPEN NAME NAMEEND )? — empty: the reply ends
 // Layout: literals are written exactly as the syntax data has them, with these exceptions, all kept from the
@@ -39,19 +40,11 @@
 // there: GBNF has no "any name but these" short of spelling every name out, see keys.ts).
 
 import type {CallSyntax} from "../core/call-syntax.ts";
-import {compileSchema, schemaKey, type CompileOptions} from "./compile.ts";
-import {SchemaError, seg} from "./errors.ts";
-import type {Expr} from "./gbnf.ts";
-import type {Phase, ToolSpec} from "./tool-boundary.ts";
-import {ToolBuild, toolSettings, type Settings} from "./tool-build.ts";
-import {gemmaAnyArguments, gemmaOpen, gemmaStrictArguments, gemmaNotation} from "./tool-calls-gemma.ts";
-import {jsonAnyArguments, jsonArgsAfter, jsonArgsOpen, jsonStrictArguments, type JsonArgsSyntax} from "./tool-calls-json.ts";
-import {xmlAfter, xmlAnyArguments, xmlOpen, xmlStrictArguments} from "./tool-calls-xml.ts";
-import {checkSyntax, hasAfterPhase} from "./tool-syntax.ts";
-
-export type {Boundary, CallSyntax, Phase, ToolSpec} from "./tool-boundary.ts";
-export {phaseBoundary} from "./tool-boundary.ts";
-export {callOpeners, hasAfterPhase} from "./tool-syntax.ts";
+import {compileSchema, schemaKey, type CompileOptions} from "../grammar/compile.ts";
+import {SchemaError, seg} from "../grammar/errors.ts";
+import {ToolBuild, toolSettings, type Settings} from "../grammar/tool-build.ts";
+import {shapeOf} from "./registry.ts";
+import type {Boundary, Phase, ToolSpec} from "./shape.ts";
 
 export interface PhaseGrammar {
   gbnf: string;
@@ -97,7 +90,6 @@ const CACHE = new Lru(256);
 /** The key holds the syntax's data itself: two families with the same data share grammars, and a family
  * whose data changes gets new ones. */
 function cached(syntax: CallSyntax, inputs: Record<string, unknown>, s: Settings, phase: Phase | (() => Phase), build: () => string): PhaseGrammar {
-  checkSyntax(syntax);
   const key = schemaKey({grammar: "tool-call", syntax, ...inputs}, s);
   const hit = CACHE.get(key);
   if (hit !== undefined) return hit;
@@ -114,15 +106,9 @@ function toolNames(names: readonly string[]): string[] {
   return [...new Set(names)].sort();
 }
 
-/** gpt-oss writes its arguments as JSON: the JSON-argument builders serve it. */
-function jsonArgs(syntax: CallSyntax): JsonArgsSyntax | null {
-  if (syntax.shape === "json" || syntax.shape === "named") return syntax;
-  return syntax.shape === "custom" && syntax.kind === "harmony" ? "harmony" : null;
-}
-
 /** A ToolBuild in the syntax's value notation (Gemma's own, or JSON). */
 function builder(syntax: CallSyntax, parameters: unknown, s: Settings): ToolBuild {
-  return new ToolBuild(parameters, s, syntax.shape === "custom" && syntax.kind === "gemma4" ? gemmaNotation : undefined);
+  return new ToolBuild(parameters, s, shapeOf(syntax).notation);
 }
 
 /** From the current position up to and including the tool name's end (see the header for each shape).
@@ -134,10 +120,7 @@ export function openGrammar(syntax: CallSyntax, names: readonly string[], opts: 
   const s = toolSettings(compile);
   return cached(syntax, {phase: "open", names: list, fromReplyStart: from}, s, {kind: "open", fromReplyStart: from}, () => {
     const b = builder(syntax, null, s);
-    const json = jsonArgs(syntax);
-    if (json !== null) return b.finish(jsonArgsOpen(b, json, list, from));
-    if (syntax.shape === "xml") return b.finish(xmlOpen(b, syntax, list, from));
-    return b.finish(gemmaOpen(b, list, from));
+    return b.finish(shapeOf(syntax).openGrammar(b, syntax, list, from));
   });
 }
 
@@ -152,11 +135,14 @@ export function argumentGrammar(syntax: CallSyntax, tool: ToolSpec, written: rea
   const s = toolSettings(compile);
   const done = [...new Set(written)].sort();
   const first = done.length === 0;
+  const shape = shapeOf(syntax);
   if (!tool.strict) {
-    // Non-strict phases differ only by `first` in the xml shape (its lead); elsewhere they are one phase.
-    const xmlFirst = syntax.shape === "xml" && first;
-    const phase: Phase = {kind: "argument", strict: false, first: syntax.shape === "xml" ? first : true, json: []};
-    return cached(syntax, {phase: "argument", strict: false, first: xmlFirst}, s, phase, () => anyArguments(syntax, phase.first, s));
+    // Non-strict phases differ by `first` only where the shape says so (xml: its lead); elsewhere they are one phase.
+    const phase: Phase = {kind: "argument", strict: false, first: shape.firstMatters ? first : true, json: []};
+    return cached(syntax, {phase: "argument", strict: false, first: shape.firstMatters && first}, s, phase, () => {
+      const b = builder(syntax, null, s);
+      return b.finish(shape.anyArguments(b, syntax, phase.first));
+    });
   }
   const problem = structuralProblem(tool.parameters);
   if (problem !== null) throw new SchemaError(problem.reason, problem.path);
@@ -164,26 +150,11 @@ export function argumentGrammar(syntax: CallSyntax, tool: ToolSpec, written: rea
   const build = () => {
     const b = builder(syntax, tool.parameters, s);
     for (const w of done) b.prop(w);
-    return b.finish(strictArguments(b, syntax, done));
+    return b.finish(shape.strictArguments(b, syntax, done));
   };
   // Which values are JSON (xml): the boundary scans those as JSON (they may hold the value-end tag in a string).
-  const phase = (): Phase => ({kind: "argument", strict: true, first, json: syntax.shape === "xml" ? xmlJsonParameters(tool.parameters, s) : []});
+  const phase = (): Phase => ({kind: "argument", strict: true, first, json: shape.jsonParameters(tool.parameters, s)});
   return cached(syntax, inputs, s, phase, build);
-}
-
-function anyArguments(syntax: CallSyntax, first: boolean, s: Settings): string {
-  const b = builder(syntax, null, s);
-  const json = jsonArgs(syntax);
-  if (json !== null) return b.finish(jsonAnyArguments(json));
-  if (syntax.shape === "xml") return b.finish(xmlAnyArguments(b, syntax, first));
-  return b.finish(gemmaAnyArguments(b));
-}
-
-function strictArguments(b: ToolBuild, syntax: CallSyntax, written: string[]): Expr {
-  const json = jsonArgs(syntax);
-  if (json !== null) return jsonStrictArguments(b, json, written);
-  if (syntax.shape === "xml") return xmlStrictArguments(b, syntax, written);
-  return gemmaStrictArguments(b, written);
 }
 
 /**
@@ -192,15 +163,14 @@ function strictArguments(b: ToolBuild, syntax: CallSyntax, written: string[]): E
  * end); always: the end of the calls ({kind: "end"}; Mistral: the end of the reply, an empty text).
  */
 export function afterCallGrammar(syntax: CallSyntax, opts: {more: boolean; names: readonly string[]}, compile?: CompileOptions): PhaseGrammar {
-  checkSyntax(syntax);
-  if (!hasAfterPhase(syntax)) throw new TypeError(`tool-call syntax ${JSON.stringify(syntax)} has no after-call phase: what follows a call is free text`);
+  const shape = shapeOf(syntax);
+  if (!shape.hasAfterPhase(syntax)) throw new TypeError(`tool-call syntax ${JSON.stringify(syntax)} has no after-call phase: what follows a call is free text`);
   const more = opts.more === true;
   const list = more ? toolNames(opts.names) : [];
   const s = toolSettings(compile);
   return cached(syntax, {phase: "after", more, names: list}, s, {kind: "after"}, () => {
     const b = builder(syntax, null, s);
-    if (syntax.shape === "xml") return b.finish(xmlAfter(b, syntax, more, list));
-    return b.finish(jsonArgsAfter(b, syntax as Exclude<CallSyntax, {shape: "xml" | "custom"}>, more, list));
+    return b.finish(shape.afterGrammar(b, syntax, more, list));
   });
 }
 
@@ -264,14 +234,16 @@ export function strictEligibility(parameters: unknown, syntax?: CallSyntax, comp
   return {enforce: true};
 }
 
+/** Where the phase whose grammar was bound ends in `text` (everything generated under it): null until the phase is
+ * complete, then what the phase wrote. Every phase grammar ends exactly at its boundary, so this only has to tell a
+ * complete phase from a prefix of one, and pull the names out. */
+export function phaseBoundary(syntax: CallSyntax, phase: Phase, text: string): Boundary | null {
+  return shapeOf(syntax).boundary(syntax, phase, text);
+}
+
 /** xml shape: the parameters whose values are raw text (their schema allows only strings); every other
  * parameter's value is JSON. The pipeline decodes the arguments with this, so the two always agree. */
 export function xmlRawParameters(parameters: unknown, compile?: CompileOptions): string[] {
   const b = new ToolBuild(parameters, toolSettings(compile));
   return b.props.filter((p) => b.isRaw(p)).map((p) => p.key);
-}
-
-function xmlJsonParameters(parameters: unknown, s: Settings): string[] {
-  const b = new ToolBuild(parameters, s);
-  return b.props.filter((p) => !b.isRaw(p)).map((p) => p.key);
 }
