@@ -88,6 +88,16 @@ export interface XmlCallSyntax {
   separator: string;
 }
 
+/** Calls written as Python function calls in one list, arguments as keywords: LFM2 / LFM2.5
+ * `<|tool_call_start|>[get_weather(city="Paris", days=2)]<|tool_call_end|>`. Values are Python or JSON literals. */
+export interface PythonicCallSyntax {
+  shape: "pythonic";
+  /** Before the list's `[` (the brackets, parentheses and `=` are the shape's own). */
+  open: string;
+  /** After the list's `]`. */
+  close: string;
+}
+
 /** A family whose replies need a parser of their own (gpt-oss harmony channels, Gemma 4's argument syntax). */
 export interface CustomCallSyntax {
   shape: "custom";
@@ -95,7 +105,7 @@ export interface CustomCallSyntax {
   kind: "harmony" | "gemma4";
 }
 
-export type CallSyntax = JsonCallSyntax | NamedCallSyntax | XmlCallSyntax | CustomCallSyntax;
+export type CallSyntax = JsonCallSyntax | NamedCallSyntax | XmlCallSyntax | PythonicCallSyntax | CustomCallSyntax;
 
 /** In an xml syntax's nameEnd: the call's index, from 1 (Kimi K3: ` index="1"`). */
 export const CALL_INDEX = "{index}";

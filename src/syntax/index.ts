@@ -6,7 +6,7 @@ export {
   afterCallGrammar, argumentGrammar, isToolName, MAX_STRICT_PARAMETERS, openGrammar, phaseBoundary, strictEligibility, xmlRawParameters,
   type Eligibility, type PhaseGrammar,
 } from "./phases.ts";
-export {callOpeners, checkSyntax, hasAfterPhase, shapeOf} from "./registry.ts";
+export {callOpeners, checkSyntax, hasAfterPhase, shapeOf, unusableSyntax} from "./registry.ts";
 export type {Boundary, CallParsing, CallShape, CallStart, Phase, Piece, ToolSpec, WrittenCall} from "./shape.ts";
 export type {CallSyntax} from "../core/call-syntax.ts";
 export type {ReplyMode, ReplyPart, ReplyReader, ReplyToolSpec} from "./reply/parts.ts";

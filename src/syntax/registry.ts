@@ -5,6 +5,7 @@ import {gemma4Shape} from "./gemma4/index.ts";
 import {harmonyShape} from "./harmony/index.ts";
 import {jsonShape} from "./json/index.ts";
 import {namedShape} from "./named/index.ts";
+import {pythonicShape} from "./pythonic/index.ts";
 import type {CallShape} from "./shape.ts";
 import {xmlShape} from "./xml/index.ts";
 
@@ -29,6 +30,8 @@ function pick(syntax: CallSyntax): CallShape {
       return namedShape as CallShape;
     case "xml":
       return xmlShape as CallShape;
+    case "pythonic":
+      return pythonicShape as CallShape;
     case "custom":
       if (syntax.kind === "harmony") return harmonyShape as CallShape;
       if (syntax.kind === "gemma4") return gemma4Shape as CallShape;
@@ -43,6 +46,21 @@ export const callOpeners = (syntax: CallSyntax): string[] => shapeOf(syntax).ope
 
 /** Whether calls are followed by an after-call phase: JSON lists, sections, and calls that nothing closes. */
 export const hasAfterPhase = (syntax: CallSyntax): boolean => shapeOf(syntax).hasAfterPhase(syntax);
+
+/** Why a syntax read from a template's renders cannot be served, or null: an edge its calls' parsers could not find
+ * (an empty marker would match everywhere), else data its shape refuses. */
+export function unusableSyntax(syntax: CallSyntax): string | null {
+  const shape = pick(syntax);
+  const missing = shape.missingEdge(syntax);
+  if (missing !== null) return missing;
+  try {
+    shapeOf(syntax);
+    return null;
+  } catch (err) {
+    if (err instanceof TypeError) return `the markers found do not make a usable syntax (${err.message})`;
+    throw err;
+  }
+}
 
 /** Checks a syntax's data (TypeError when malformed). */
 export const checkSyntax = (syntax: CallSyntax): void => void shapeOf(syntax);

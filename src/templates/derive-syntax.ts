@@ -6,9 +6,9 @@
 // generic (calls taught in a system message). llama.cpp derives its parsers from templates the same way (its
 // common/chat autoparser compares renders); this one only fills the shapes svc already parses and constrains.
 
-import type {CallSyntax, JsonCallSyntax, NamedCallSyntax, XmlCallSyntax} from "../core/call-syntax.ts";
+import type {CallSyntax, JsonCallSyntax, NamedCallSyntax, PythonicCallSyntax, XmlCallSyntax} from "../core/call-syntax.ts";
 import type {TemplateMessage} from "../core/messages.ts";
-import {shapeOf} from "../syntax/index.ts";
+import {unusableSyntax} from "../syntax/index.ts";
 import type {Renders} from "./template-probes.ts";
 
 const QUESTION: TemplateMessage = {role: "user", content: "svc probe question"};
@@ -243,6 +243,16 @@ function deriveNamed(one: string, two: string | null): NamedCallSyntax | null {
     argsEnd: "", close: marker(split.close), separator: split.separator};
 }
 
+/** Python-style calls in one list (LFM2.5): `OPEN[NAME(KEY='VALUE', ...)]CLOSE`, strings in either quote. */
+function derivePythonic(one: string): PythonicCallSyntax | null {
+  const q = `(['"])`;
+  const call = new RegExp(`\\[${NAME}\\(${KEY}=${q}${VALUE}\\1, ?${SECOND_KEY}=${q}${SECOND_VALUE}\\2\\)\\]`).exec(one);
+  if (call === null) return null;
+  const open = marker(one.slice(0, call.index));
+  const close = marker(one.slice(call.index + call[0].length));
+  return open === "" || close === "" ? null : {shape: "pythonic", open, close};
+}
+
 /** `keyEnd` when a non-string value is written after another marker than a string (DeepSeek's DSML: string="false"). */
 function jsonKeyEnd(numeric: string | null, keyEnd: string): XmlCallSyntax["keyEnd"] {
   if (numeric === null) return keyEnd;
@@ -289,17 +299,6 @@ function deriveXml(one: string, two: string | null, numeric: string | null): Xml
     close: split.close.trimEnd(), separator: split.separator};
 }
 
-/** What keeps a syntax read from renders from being served: an edge its calls' parsers could not find (an empty
- * marker would match everywhere), or data its shape refuses. Null when it can be served. */
-function unusable(syntax: CallSyntax): string | null {
-  try {
-    return shapeOf(syntax).missingEdge(syntax);
-  } catch (err) {
-    if (err instanceof TypeError) return `the markers found do not make a usable syntax (${err.message})`;
-    throw err;
-  }
-}
-
 /** Whether a marker holds a probe's name, key, value or id: then the render was not cut where it should have been. */
 function holdsProbeText(syntax: CallSyntax): boolean {
   const {shape: _shape, ...markers} = syntax;
@@ -308,7 +307,7 @@ function holdsProbeText(syntax: CallSyntax): boolean {
 
 /**
  * The call syntax `t` writes, read from its renders; `input` is how the template takes a call turn (probeToolCall).
- * Tries the json, named and xml shapes in that order and returns the first whose markers the renders bear out.
+ * Tries the pythonic, json, named and xml shapes in that order and returns the first whose markers the renders bear out.
  */
 export function deriveCallSyntax(t: Renders): Derivation {
   const one = callRegion(t, [{name: NAME, args: BOTH}]);
@@ -317,11 +316,11 @@ export function deriveCallSyntax(t: Renders): Derivation {
   const rendered = callRegion(t, [{name: NAME, args: {[KEY]: VALUE}}, {name: SECOND_NAME, args: {[SECOND_KEY]: SECOND_VALUE}}]);
   const two = rendered !== null && rendered.includes(SECOND_NAME) ? rendered : null;
   const numeric = callRegion(t, [{name: NAME, args: {[KEY]: 7}}]);
-  const syntax = deriveJson(one, two) ?? deriveNamed(one, two) ?? deriveXml(one, two, numeric);
+  const syntax = derivePythonic(one) ?? deriveJson(one, two) ?? deriveNamed(one, two) ?? deriveXml(one, two, numeric);
   if (!syntax) {
-    return {syntax: null, reason: `the rendered call fits none of the json, named and xml shapes: ${JSON.stringify(one.slice(0, 200))}`};
+    return {syntax: null, reason: `the rendered call fits none of the json, named, xml and pythonic shapes: ${JSON.stringify(one.slice(0, 200))}`};
   }
-  const missing = unusable(syntax);
+  const missing = unusableSyntax(syntax);
   if (missing) return {syntax: null, reason: `${missing}: ${JSON.stringify(one.slice(0, 200))}`};
   if (holdsProbeText(syntax)) {
     return {syntax: null, reason: `the rendered call's markers could not be told apart from its name and arguments: ${JSON.stringify(one.slice(0, 200))}`};

@@ -21,6 +21,7 @@ import {hermes} from "./hermes.ts";
 import {hy3} from "./hy3.ts";
 import {kimiK2} from "./kimi-k2.ts";
 import {kimiK3} from "./kimi-k3.ts";
+import {lfm2} from "./lfm2.ts";
 import {llama3} from "./llama3.ts";
 import {minicpm5} from "./minicpm5.ts";
 import {minimaxM1} from "./minimax-m1.ts";
@@ -72,6 +73,7 @@ export const FAMILIES: readonly ModelFamily[] = [
   llama3,
   gigachat31,
   gigachat3,
+  lfm2,
   smollm3,
   qwen3,
   hermes,

@@ -297,9 +297,13 @@ describe("strict eligibility", () => {
     const only = (refusedBy: string[]) => Object.fromEntries(FAMILIES.filter((f) => f.calls).map((f) => [f.id, !refusedBy.includes(f.id)]));
     const reason = (v: ReturnType<typeof strictEligibility>) => (v as {reason: string}).reason;
     // A parameter name is a JSON string in the json, named and harmony shapes (anything goes), bare markup in the xml shape
-    // (its name-ending character may not appear: ">" in `<parameter=NAME>`) and a bare key in Gemma's notation.
+    // (its name-ending character may not appear: ">" in `<parameter=NAME>`), a bare key in Gemma's notation and a Python
+    // identifier in the pythonic shape (LFM2).
     const gt = {type: "object", properties: {"a>b": {type: "string"}}};
-    assert.deepEqual(verdicts(gt), only(["gemma4", "seed-oss", "qwen3-coder"]));
+    assert.deepEqual(verdicts(gt), only(["gemma4", "seed-oss", "qwen3-coder", "lfm2"]));
+    assert.match(reason(strictEligibility(gt, syntax("lfm2"))), /the parameter name "a>b" cannot be written in a Python-style tool call/);
+    assert.deepEqual(verdicts({type: "object", properties: {"2nd": {type: "string"}}}).lfm2, false);
+    assert.deepEqual(verdicts({type: "object", properties: {_second_2: {type: "string"}}}).lfm2, true);
     assert.match(reason(strictEligibility(gt, syntax("qwen3-coder"))),
       /the parameter name "a>b" cannot be written in this tool-call syntax \(empty, or it holds ">" or a line break\)/);
     // Nested keys are JSON everywhere but in Gemma's notation.

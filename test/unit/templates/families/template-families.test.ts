@@ -31,9 +31,9 @@ const EXPECTED: Record<string, [string, "js" | "native"]> = {
   "Kimi-K2-Instruct.jinja": ["kimi-k2", "native"],
   "Kimi-K2-Thinking.jinja": ["kimi-k2", "native"],
   "Kimi-K3.jinja": ["kimi-k3", "js"],
-  "LFM2-8B-A1B.jinja": ["generic", "js"],
-  "LFM2.5-8B-A1B.jinja": ["generic", "js"],
-  "LFM2.5-Instruct.jinja": ["generic", "js"],
+  "LFM2-8B-A1B.jinja": ["lfm2", "js"],
+  "LFM2.5-8B-A1B.jinja": ["lfm2", "js"],
+  "LFM2.5-Instruct.jinja": ["lfm2", "js"],
   "MiMo-VL.jinja": ["hermes", "js"],
   "MiniMax-M1.jinja": ["minimax-m1", "js"],
   "MiniMax-M2.jinja": ["minimax-m2", "js"],
@@ -99,9 +99,6 @@ const GENERIC_FORM: Record<string, string> = {
   "google-gemma-2-2b-it.jinja": "renders no tools",
   "llama-cpp-rwkv-world.jinja": "renders no tools",
   "microsoft-Phi-3.5-mini-instruct.jinja": "renders no tools",
-  "LFM2-8B-A1B.jinja": "not yet: Python-style calls ([get_weather(city='Paris')]), a shape of its own",
-  "LFM2.5-8B-A1B.jinja": "not yet: Python-style calls ([get_weather(city='Paris')]), a shape of its own",
-  "LFM2.5-Instruct.jinja": "not yet: Python-style calls ([get_weather(city='Paris')]), a shape of its own",
   "MiniMax-M3.jinja": "not yet: each parameter is a tag named after it (<city>Paris</city>) and nested values are XML, not JSON",
   "meetkai-functionary-medium-v3.2.jinja": "not yet: recipient messages (>>>all for text, >>>NAME for a call) opened by the prompt itself",
   "muse-glimmer.jinja": "not yet: harmony-like recipient messages (to=self, to=NAME) around XML invoke blocks",
@@ -185,6 +182,9 @@ const REASONING = "svc reasoning text";
 const UNRENDERED_CALLS: Record<string, string> = {
   "ibm-granite-granite-3.3-2B-Instruct.jinja": '<|tool_call|>[{"name": "get_weather", "arguments": {"city": "Paris", "days": 2}}, ' +
     '{"name": "get_time", "arguments": {"zone": "CET"}}]<|end_of_text|>',
+  // Python literals as the model writes them (single quotes), which the template's own writer (LFM2.5 8B) also uses.
+  "LFM2-8B-A1B.jinja": "<|tool_call_start|>[get_weather(city='Paris', days=2), get_time(zone='CET')]<|tool_call_end|><|im_end|>",
+  "LFM2.5-Instruct.jinja": "<|tool_call_start|>[get_weather(city='Paris', days=2), get_time(zone='CET')]<|tool_call_end|><|im_end|>",
 };
 
 interface Read {
