@@ -98,6 +98,27 @@ export interface PythonicCallSyntax {
   close: string;
 }
 
+/** Replies as messages addressed to recipients, each `START TO RECIPIENT HEADEREND BODY END` (Muse Glimmer's ATEM
+ * protocol); the first message's START is the generation prompt's. The reasoning and content recipients' bodies are
+ * text; any other recipient is a tool, whose body is a call in `body`'s syntax:
+ *   <|start|>assistant to=get_weather<|message|><atem:function_calls>\n<atem:invoke name="get_weather">...<|eom|> */
+export interface RecipientCallSyntax {
+  shape: "recipients";
+  /** Opens every message but the reply's first: "<|start|>assistant". */
+  start: string;
+  /** Before the recipient: " to=". */
+  to: string;
+  /** Ends the header: "<|message|>". */
+  headerEnd: string;
+  /** What ends a message. */
+  ends: readonly string[];
+  /** The recipients whose bodies are reasoning and content ("self", "user"). */
+  reasoning: string;
+  content: string;
+  /** How a tool's message body writes the call. */
+  body: XmlCallSyntax;
+}
+
 /** A family whose replies need a parser of their own (gpt-oss harmony channels, Gemma 4's argument syntax). */
 export interface CustomCallSyntax {
   shape: "custom";
@@ -105,7 +126,7 @@ export interface CustomCallSyntax {
   kind: "harmony" | "gemma4";
 }
 
-export type CallSyntax = JsonCallSyntax | NamedCallSyntax | XmlCallSyntax | PythonicCallSyntax | CustomCallSyntax;
+export type CallSyntax = JsonCallSyntax | NamedCallSyntax | XmlCallSyntax | PythonicCallSyntax | RecipientCallSyntax | CustomCallSyntax;
 
 /** In an xml syntax's nameEnd: the call's index, from 1 (Kimi K3: ` index="1"`). */
 export const CALL_INDEX = "{index}";

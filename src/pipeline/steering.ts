@@ -299,11 +299,12 @@ export class ReplySteering implements DecodeSteering {
       this.state = {kind: "phase", phase: next, text: ""};
       return {bind: {grammar: calls.grammar(next)}};
     }
-    if (b.kind !== "closed" || !this.plan.parallel) {
+    if ((b.kind !== "closed" && b.kind !== "end") || !this.plan.parallel) {
       this.state = {kind: "ended"};
       return null;
     }
-    // More may follow a call: free text watched for the next opener, or, before a JSON answer, the preamble again.
+    // More may follow a call, or a closed list or section (recipient messages hold one call each, and a model may open
+    // another section): free text watched for the next opener, or, before a JSON answer, the preamble again.
     this.state = this.plan.answer.kind === "schema"
       ? {kind: "preamble", text: "", tokens: this.preambleTokens, cap: this.preambleCap}
       : {kind: "free", text: ""};

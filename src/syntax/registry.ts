@@ -6,6 +6,7 @@ import {harmonyShape} from "./harmony/index.ts";
 import {jsonShape} from "./json/index.ts";
 import {namedShape} from "./named/index.ts";
 import {pythonicShape} from "./pythonic/index.ts";
+import {recipientsShape} from "./recipients/index.ts";
 import type {CallShape} from "./shape.ts";
 import {xmlShape} from "./xml/index.ts";
 
@@ -32,6 +33,8 @@ function pick(syntax: CallSyntax): CallShape {
       return xmlShape as CallShape;
     case "pythonic":
       return pythonicShape as CallShape;
+    case "recipients":
+      return recipientsShape as CallShape;
     case "custom":
       if (syntax.kind === "harmony") return harmonyShape as CallShape;
       if (syntax.kind === "gemma4") return gemma4Shape as CallShape;

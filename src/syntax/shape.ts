@@ -97,8 +97,9 @@ export interface CallShape<S extends CallSyntax = CallSyntax> {
 
   /** Finds calls in a reply's content; null for a shape whose reader reads the whole reply (harmony). */
   parsing(s: S, tools: readonly ReplyToolSpec[]): CallParsing | null;
-  /** A shape whose replies are messages in channels reads the whole reply itself, reasoning and content too. */
-  reader?: (opts: {calls: boolean}) => ReplyReader;
+  /** A shape whose replies are messages (harmony's channels, recipients) reads the whole reply itself, reasoning and
+   * content too. `calls`: the request offers tools (without, a call message is dropped). */
+  reader?: (s: S, opts: {calls: boolean; tools: readonly ReplyToolSpec[]}) => ReplyReader;
 
   /** Calls as the shape writes them (the layout its grammar writes), or null where the template writes them itself. */
   writeCalls(s: S, calls: readonly WrittenCall[]): Piece[] | null;

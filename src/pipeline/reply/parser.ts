@@ -24,8 +24,9 @@ type State = "start" | "reasoning" | "contentStart" | "content" | "region";
 
 /** The parser a family's replies need: its shape's own reader (harmony's messages in channels), or text with markers. */
 export function createReplyParser(opts: ReplyParserOptions): ReplyReader {
-  const reader = opts.familyCalls ? shapeOf(opts.familyCalls).reader : undefined;
-  return reader ? reader({calls: opts.calls !== null}) : new ReplyParser(opts);
+  const own = opts.familyCalls;
+  const reader = own ? shapeOf(own).reader : undefined;
+  return reader ? reader(own!, {calls: opts.calls !== null, tools: opts.tools}) : new ReplyParser(opts);
 }
 
 export class ReplyParser implements ReplyReader {

@@ -49,7 +49,7 @@ export const harmonyShape: CallShape<CustomCallSyntax> = {
   },
 
   parsing: () => null,
-  reader: (opts) => new HarmonyParser(opts),
+  reader: (_s, opts) => new HarmonyParser({calls: opts.calls}),
 
   writeCalls: () => null,
   markers: () => [],

@@ -28,6 +28,7 @@ import {minimaxM1} from "./minimax-m1.ts";
 import {minimaxM2} from "./minimax-m2.ts";
 import {mistral} from "./mistral.ts";
 import {mistralNemo} from "./mistral-nemo.ts";
+import {museGlimmer} from "./muse-glimmer.ts";
 import {nemotronV2} from "./nemotron.ts";
 import {qwen3} from "./qwen3.ts";
 import {qwen3Coder} from "./qwen3-coder.ts";
@@ -43,6 +44,7 @@ export {generic} from "./generic.ts";
  * GigaChat 3.1 before GigaChat 3). */
 export const FAMILIES: readonly ModelFamily[] = [
   gptOss,
+  museGlimmer,
   gemma4,
   kimiK2,
   solarOpen,

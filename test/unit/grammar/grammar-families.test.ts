@@ -44,18 +44,21 @@ const TWO: Call[] = [...ONE, {name: "search", args: [["query", "rain in Rome"], 
 function expected(s: CallSyntax, calls: Call[], strict: boolean): (Boundary | null)[] {
   const out: (Boundary | null)[] = [];
   const after = hasAfterPhase(s);
+  // Recipient messages hold one call each: every call opens in free text and its section ends after it.
+  const ownMessage = s.shape === "recipients";
   calls.forEach((c, i) => {
-    out.push(i > 0 && after ? {kind: "more", name: c.name} : {kind: "named", name: c.name});
-    if (s.shape === "xml") {
+    out.push(i > 0 && after && !ownMessage ? {kind: "more", name: c.name} : {kind: "named", name: c.name});
+    if (s.shape === "xml" || s.shape === "recipients") {
       for (const [k] of c.args) out.push({kind: "parameter", name: k});
       out.push({kind: "closed"});
+      if (ownMessage) out.push({kind: "end"});
     } else if (strict) {
       for (const [k] of c.args.slice(0, -1)) out.push({kind: "parameter", name: k});
       out.push({kind: "closed", name: c.args[c.args.length - 1]![0]});
     } else out.push({kind: "closed"});
   });
   // Mistral's calls (and Solar Open's section) end with the reply: its after phase ends without a boundary.
-  if (after) out.push(endsWithReply(s) ? null : {kind: "end"});
+  if (after && !ownMessage) out.push(endsWithReply(s) ? null : {kind: "end"});
   return out;
 }
 
@@ -81,7 +84,7 @@ const SYNTAXES: {id: string; syntax: CallSyntax; parallel: boolean}[] = [
 ];
 
 /** The text of a value of the wrong type for an integer parameter, in the shape's notation. */
-const wrongInteger = (s: CallSyntax) => (s.shape === "xml" ? "three" : s.shape === "custom" && s.kind === "gemma4" ? `${Q}3${Q}` : '"3"');
+const wrongInteger = (s: CallSyntax) => (s.shape === "xml" || s.shape === "recipients" ? "three" : s.shape === "custom" && s.kind === "gemma4" ? `${Q}3${Q}` : '"3"');
 
 describe("every family's call syntax", () => {
   for (const {id, syntax, parallel} of SYNTAXES) {
@@ -147,8 +150,10 @@ describe("the steering over every family's calls", () => {
       const steering = new ReplySteering(plan, {push: (t) => chars[t]!, tokenize: () => assert.fail("nothing is placed")});
       const actions = chars.map((_, i) => steering.onToken(i));
       const first = actions.findIndex((a) => a !== null);
-      const opener = callOpeners(syntax).find((o) => (prefix + render(syntax, calls)).indexOf(o) === prefix.length)!;
-      assert.equal(first, prefix.length + [...opener].length - 1, "the open phase binds right after the opener");
+      // The first opener in the text (recipient messages write a header before it).
+      const text = prefix + render(syntax, calls);
+      const [at, opener] = callOpeners(syntax).map((o) => [text.indexOf(o), o] as const).filter(([i]) => i >= 0).sort((a, b) => a[0] - b[0])[0]!;
+      assert.equal(first, [...text.slice(0, at)].length + [...opener].length - 1, "the open phase binds right after the opener");
       assert.ok(actions.every((a) => a === null || (a.replaceWith === undefined && a.bind !== undefined)));
       assert.equal(steering.callsClosed, calls.length);
     });

@@ -76,7 +76,7 @@ const EXPECTED: Record<string, [string, "js" | "native"]> = {
   "mistralai-Ministral-3-14B-Reasoning-2512.jinja": ["mistral", "js"],
   "mistralai-Mistral-Nemo-Instruct-2407.jinja": ["mistral-nemo", "js"],
   "moonshotai-Kimi-K2.jinja": ["kimi-k2", "js"],
-  "muse-glimmer.jinja": ["generic", "js"],
+  "muse-glimmer.jinja": ["muse-glimmer", "js"],
   "openai-gpt-oss-120b.jinja": ["gpt-oss", "js"],
   "openbmb-MiniCPM5-1B.jinja": ["minicpm5", "native"],
   "poolside-Laguna-S-2.1.jinja": ["glm-4.7", "js"],
@@ -101,7 +101,6 @@ const GENERIC_FORM: Record<string, string> = {
   "microsoft-Phi-3.5-mini-instruct.jinja": "renders no tools",
   "MiniMax-M3.jinja": "not yet: each parameter is a tag named after it (<city>Paris</city>) and nested values are XML, not JSON",
   "meetkai-functionary-medium-v3.2.jinja": "not yet: recipient messages (>>>all for text, >>>NAME for a call) opened by the prompt itself",
-  "muse-glimmer.jinja": "not yet: harmony-like recipient messages (to=self, to=NAME) around XML invoke blocks",
 };
 
 /** Self-checks that fail for a reason of the template's own (it refuses the probe conversation on purpose). */
