@@ -98,25 +98,26 @@ export interface PythonicCallSyntax {
   close: string;
 }
 
-/** Replies as messages addressed to recipients, each `START TO RECIPIENT HEADEREND BODY END` (Muse Glimmer's ATEM
- * protocol); the first message's START is the generation prompt's. The reasoning and content recipients' bodies are
- * text; any other recipient is a tool, whose body is a call in `body`'s syntax:
+/** Replies as messages addressed to recipients, each `START TO RECIPIENT HEADEREND BODY END`; the first message's
+ * START is the generation prompt's. The reasoning and content recipients' bodies are text; any other recipient is a
+ * tool, whose body is a call in `body`'s syntax, or its arguments as one JSON object. Muse Glimmer's ATEM, and
+ * Functionary v3.2 (`>>>get_weather\n{"city": "Paris"}`, `>>>all\nTEXT`):
  *   <|start|>assistant to=get_weather<|message|><atem:function_calls>\n<atem:invoke name="get_weather">...<|eom|> */
 export interface RecipientCallSyntax {
   shape: "recipients";
   /** Opens every message but the reply's first: "<|start|>assistant". */
   start: string;
-  /** Before the recipient: " to=". */
+  /** Before the recipient: " to=" ("": the recipient starts the header). */
   to: string;
   /** Ends the header: "<|message|>". */
   headerEnd: string;
-  /** What ends a message. */
+  /** What ends a message besides the next one's START ([]: only that, or the end of the reply). */
   ends: readonly string[];
-  /** The recipients whose bodies are reasoning and content ("self", "user"). */
-  reasoning: string;
+  /** The recipients whose bodies are reasoning ("self"; null: none) and content ("user", "all"). */
+  reasoning: string | null;
   content: string;
-  /** How a tool's message body writes the call. */
-  body: XmlCallSyntax;
+  /** How a tool's message body writes the call: in an xml syntax, or "json", the arguments object alone. */
+  body: XmlCallSyntax | "json";
 }
 
 /** A family whose replies need a parser of their own (gpt-oss harmony channels, Gemma 4's argument syntax). */

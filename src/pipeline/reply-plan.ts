@@ -97,7 +97,7 @@ export function planReply(req: GenerationRequest, ctx: PlanContext): ReplyPlan {
   const choice = tools?.choice.kind ?? "none";
   const callsOffered = tools !== null && choice !== "none";
   const enforceCalls = callsOffered && (choice === "required" || choice === "named" || tools!.tools.some((t) => t.enforced));
-  const grammars = enforceCalls ? createToolCallGrammars(calls!.generic ? null : calls!.syntax, tools!) : null;
+  const grammars = enforceCalls ? createToolCallGrammars(calls!.generic ? null : calls!.syntax, tools!, ctx.promptText) : null;
   // A JSON answer binds after whatever the family writes before an answer (gpt-oss: the final channel's header).
   const compiled = ctx.answerGrammar && {gbnf: ctx.answerGrammar.gbnf, key: ctx.answerGrammar.key};
   const schema = compiled && family.answerLeadIn && chat !== null ? withAnswerPrefix(compiled, family.answerLeadIn) : compiled;

@@ -110,6 +110,12 @@ export class ReplySteering implements DecodeSteering {
       this.state = {kind: "phase", phase, text: ""};
       return calls.grammar(phase);
     }
+    if (calls?.openedByPrompt) {
+      // The prompt ends with a call's opener (Functionary's `>>>`): the reply starts in the open phase after it.
+      const phase: CallPhase = {kind: "open", fromReplyStart: false};
+      this.state = {kind: "phase", phase, text: ""};
+      return calls.grammar(phase);
+    }
     this.state = calls && calls.openers.length === 0 && calls.start ? {kind: "start", text: "", tokens: []} : {kind: "free", text: ""};
     return null;
   }
@@ -292,12 +298,18 @@ export class ReplySteering implements DecodeSteering {
         next = {kind: "argument", tool: b.name, written: []};
         break;
       case "end":
+      case "text":
         next = null;
         break;
     }
     if (next) {
       this.state = {kind: "phase", phase: next, text: ""};
       return {bind: {grammar: calls.grammar(next)}};
+    }
+    // The content's recipient: no call was written, so the text goes on free, watched for openers.
+    if (b.kind === "text") {
+      this.state = {kind: "free", text: ""};
+      return {bind: {grammar: null}};
     }
     if ((b.kind !== "closed" && b.kind !== "end") || !this.plan.parallel) {
       this.state = {kind: "ended"};

@@ -32,10 +32,13 @@ export interface ToolCallGrammars {
   boundary(phase: CallPhase, text: string): CallBoundary | null;
   /** The phase after a call closed, or null when the syntax has none (free text follows, watched for openers). */
   afterCall(): CallPhase | null;
+  /** The prompt ends with one of the openers (Functionary v3.2's `>>>`): the reply starts in the open phase after it. */
+  readonly openedByPrompt: boolean;
 }
 
-/** `syntax` null: the generic form (a template without tool calls of its own). */
-export function createToolCallGrammars(syntax: CallSyntax | null, tools: ToolsRequest): ToolCallGrammars {
+/** `syntax` null: the generic form (a template without tool calls of its own). `promptText`: the rendered prompt, to
+ * see whether it ends with an opener. */
+export function createToolCallGrammars(syntax: CallSyntax | null, tools: ToolsRequest, promptText: string | null = null): ToolCallGrammars {
   const calls = syntax ?? GENERIC_CALLS;
   const choice = tools.choice;
   const callable = choice.kind === "named" ? tools.tools.filter((t) => t.name === choice.name) : tools.tools;
@@ -62,8 +65,10 @@ export function createToolCallGrammars(syntax: CallSyntax | null, tools: ToolsRe
     return g;
   };
   const after = hasAfterPhase(calls);
+  const openers = callOpeners(calls);
   return {
-    openers: callOpeners(calls),
+    openers,
+    openedByPrompt: promptText !== null && openers.some((o) => promptText.endsWith(o)),
     start: shapeOf(calls).start(calls)?.pieces ?? null,
     grammar: (phase) => {
       const g = lookup(phase);

@@ -38,7 +38,8 @@ export type Boundary =
   | {kind: "parameter"; name: string} // one parameter written; more follow
   | {kind: "closed"; name?: string} // the call ended; name: the parameter written in the same phase, if any (JSON-argument shapes)
   | {kind: "more"; name: string} // after a call: another call opened, naming its tool
-  | {kind: "end"}; // after a call: the calls' list or section was closed
+  | {kind: "end"} // after a call: the calls' list or section was closed
+  | {kind: "text"}; // an open phase found the content's recipient (recipient messages): no call, free text follows
 
 /** JSON text that starts the calls where the content starts (a json syntax without an opener). `consumed`: the
  * pieces are an envelope around the calls; otherwise they are the start of the first call object itself. */

@@ -1,4 +1,4 @@
-// Replies as messages addressed to recipients (Muse Glimmer's ATEM protocol):
+// Replies as messages addressed to recipients. Muse Glimmer's ATEM protocol:
 //    to=self<|message|>REASONING<|eom|>
 //   <|start|>assistant to=get_weather<|message|><atem:function_calls>
 //   <atem:invoke name="get_weather">
@@ -6,13 +6,15 @@
 //   </atem:invoke>
 //   </atem:function_calls><|eom|>
 //   <|start|>assistant to=user<|message|>ANSWER<|eot|>
-// The first header has no `<|start|>assistant` (the generation prompt wrote it). The reasoning recipient's body is
-// reasoning, the content recipient's is content, any other recipient's is a tool call in the body's xml syntax, read
-// by that shape's region. A reply that does not start with a header is read as plain content (a model that ignored
-// the format). A call message while the request offers no tools is syntax, dropped.
+// Functionary v3.2: `all\nTEXT>>>get_weather\n{"city": "Paris"}` (the generation prompt wrote the first `>>>`).
+// The first header has no message start (the generation prompt wrote it). The reasoning recipient's body is
+// reasoning, the content recipient's is content, any other recipient's is a tool call: in the body's xml syntax, read
+// by that shape's region, or its arguments as JSON. A reply that does not start with a header is read as plain content
+// (a model that ignored the format). A call message while the request offers no tools is syntax, dropped.
 
 import type {RecipientCallSyntax} from "../../core/call-syntax.ts";
 import type {ReplyMode, ReplyPart, ReplyReader, ReplyToolSpec} from "../reply/parts.ts";
+import {JsonValueStream} from "../reply/json-stream.ts";
 import {CallEmitter, type CallRegion, findMarker, PartSink, partialMarkerLength} from "../reply/sink.ts";
 import type {CallParsing} from "../shape.ts";
 
@@ -22,8 +24,10 @@ const MAX_HEADER = 512;
 type Body =
   | {kind: "reasoning"}
   | {kind: "content"}
-  /** A tool's message: its region once the body's opener was read, and the region's raw text. */
+  /** A tool's message in an xml body: its region once the body's opener was read, and the region's raw text. */
   | {kind: "call"; region: CallRegion | null; first: number; raw: string}
+  /** A tool's message whose body is its arguments as JSON. */
+  | {kind: "json"; index: number; value: JsonValueStream; raw: string}
   | {kind: "drop"};
 
 export class RecipientsReader implements ReplyReader {
@@ -39,8 +43,8 @@ export class RecipientsReader implements ReplyReader {
 
   constructor(
     private readonly s: RecipientCallSyntax,
-    /** The body syntax's call parsing (its openers and region). */
-    private readonly parsing: CallParsing,
+    /** The body syntax's call parsing (its openers and region); null: the body is the arguments as JSON. */
+    private readonly parsing: CallParsing | null,
     private readonly opts: {calls: boolean; tools: readonly ReplyToolSpec[]},
   ) {
     this.ends = [...s.ends, s.start];
@@ -48,7 +52,7 @@ export class RecipientsReader implements ReplyReader {
 
   get mode(): ReplyMode {
     if (this.state !== "body") return "content";
-    return this.body.kind === "reasoning" ? "reasoning" : this.body.kind === "call" ? "call" : "content";
+    return this.body.kind === "reasoning" ? "reasoning" : this.body.kind === "call" || this.body.kind === "json" ? "call" : "content";
   }
 
   get callsCompleted(): number {
@@ -104,30 +108,46 @@ export class RecipientsReader implements ReplyReader {
       return true;
     }
     const at = this.buf.indexOf(this.s.headerEnd);
-    if (at < 0) {
-      // Never finished a header: it was syntax, not text.
-      if (final || this.buf.length > MAX_HEADER) this.buf = "";
-      return false;
+    if (at < 0 && !final && this.buf.length <= MAX_HEADER) return false;
+    const header = at < 0 ? null : this.buf.slice(0, at);
+    const recipient = header === null ? null : this.recipientOf(header);
+    if (recipient === null) {
+      // Never finished a header, or not one a recipient can be read from: the first message is plain text (a model that
+      // ignored the format); a later one was syntax, dropped.
+      if (this.first) this.state = "plain";
+      else this.buf = "";
+      return this.first;
     }
-    const header = this.buf.slice(0, at);
     this.buf = this.buf.slice(at + this.s.headerEnd.length);
     this.first = false;
     this.state = "body";
-    this.body = this.bodyFor(header);
+    this.body = this.bodyFor(recipient, header! + this.s.headerEnd);
     return true;
   }
 
-  private bodyFor(header: string): Body {
+  /** The recipient a header names (after the message start and `to`), or null when it names none. */
+  private recipientOf(header: string): string | null {
+    let h = header.trimStart();
+    if (h.startsWith(this.s.start)) h = h.slice(this.s.start.length);
     const to = this.s.to.trim();
-    const at = header.lastIndexOf(to);
-    const recipient = at < 0 ? this.s.content : header.slice(at + to.length).trim();
+    if (to !== "") {
+      const at = h.indexOf(to);
+      if (at < 0) return null;
+      h = h.slice(at + to.length);
+    }
+    const name = h.trim();
+    return /^[A-Za-z0-9_.:-]{1,64}$/.test(name) ? name : null;
+  }
+
+  private bodyFor(recipient: string, raw: string): Body {
     if (recipient === this.s.reasoning) return {kind: "reasoning"};
     if (recipient === this.s.content) return {kind: "content"};
     if (!this.opts.calls) return {kind: "drop"};
-    return {kind: "call", region: null, first: this.emitter.count, raw: header + this.s.headerEnd};
+    if (this.parsing === null) return {kind: "json", index: this.emitter.start(recipient), value: new JsonValueStream(), raw};
+    return {kind: "call", region: null, first: this.emitter.count, raw};
   }
 
-  /** Reasoning, content and dropped bodies: text up to the message's end. */
+  /** Reasoning, content, JSON arguments and dropped bodies: text up to the message's end. */
   private textStep(final: boolean): boolean {
     const hit = findMarker(this.buf, this.ends);
     if (hit) {
@@ -149,16 +169,17 @@ export class RecipientsReader implements ReplyReader {
   private callStep(body: Extract<Body, {kind: "call"}>, final: boolean): boolean {
     if (body.region === null) {
       const t = this.buf.trimStart();
-      const opener = this.parsing.openers.find((o) => t.startsWith(o));
+      const parsing = this.parsing!;
+      const opener = parsing.openers.find((o) => t.startsWith(o));
       if (opener === undefined) {
-        if (!final && this.parsing.openers.some((o) => o.startsWith(t))) return false;
+        if (!final && parsing.openers.some((o) => o.startsWith(t))) return false;
         // Not a call in the body's syntax: the message is dropped as syntax.
         this.body = {kind: "drop"};
         return true;
       }
       body.raw += this.buf.slice(0, this.buf.length - t.length + opener.length);
       this.buf = t.slice(opener.length);
-      body.region = this.parsing.region(opener, this.emitter);
+      body.region = parsing.region(opener, this.emitter);
       return true;
     }
     const region = body.region;
@@ -188,12 +209,29 @@ export class RecipientsReader implements ReplyReader {
 
   private emit(text: string): void {
     if (text === "") return;
-    if (this.body.kind === "reasoning") this.sink.add({kind: "reasoning", text});
-    else if (this.body.kind === "content") this.sink.add({kind: "content", text});
+    const body = this.body;
+    if (body.kind === "reasoning") this.sink.add({kind: "reasoning", text});
+    else if (body.kind === "content") this.sink.add({kind: "content", text});
+    else if (body.kind === "json") {
+      body.raw += text;
+      if (body.value.done || body.value.failed) return;
+      const r = body.value.push(text);
+      if (r.out !== "") this.emitter.args(body.index, r.out);
+    }
   }
 
   private endMessage(): void {
     const body = this.body;
+    if (body.kind === "json") {
+      // Complete when the arguments closed and only layout followed them.
+      const complete = body.value.done && !body.value.failed;
+      if (!body.value.done) {
+        const rest = body.value.finish();
+        this.emitter.args(body.index, rest === "" ? "{}" : rest);
+      }
+      this.emitter.end(body.index, complete);
+      if (!complete) this.sink.add({kind: "malformed", indices: [body.index], text: body.raw});
+    }
     if (body.kind === "call") {
       if (body.region && !body.region.ended) body.region.finish();
       const broken: number[] = [];

@@ -11,6 +11,7 @@ import {deepseekV3} from "./deepseek-v3.ts";
 import type {ModelFamily, TemplateFacts} from "./family.ts";
 import {firefunctionV2} from "./firefunction.ts";
 import {functionaryV31} from "./functionary.ts";
+import {functionaryV32} from "./functionary-v32.ts";
 import {gemma4} from "./gemma4.ts";
 import {generic} from "./generic.ts";
 import {gigachat3, gigachat31} from "./gigachat.ts";
@@ -61,6 +62,7 @@ export const FAMILIES: readonly ModelFamily[] = [
   minicpm5,
   qwen3Coder,
   functionaryV31,
+  functionaryV32,
   mistral,
   mistralNemo,
   commandR7b,

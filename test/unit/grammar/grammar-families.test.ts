@@ -45,10 +45,10 @@ function expected(s: CallSyntax, calls: Call[], strict: boolean): (Boundary | nu
   const out: (Boundary | null)[] = [];
   const after = hasAfterPhase(s);
   // Recipient messages hold one call each: every call opens in free text and its section ends after it.
-  const ownMessage = s.shape === "recipients";
+  const ownMessage = s.shape === "recipients" && s.body !== "json";
   calls.forEach((c, i) => {
     out.push(i > 0 && after && !ownMessage ? {kind: "more", name: c.name} : {kind: "named", name: c.name});
-    if (s.shape === "xml" || s.shape === "recipients") {
+    if (s.shape === "xml" || ownMessage) {
       for (const [k] of c.args) out.push({kind: "parameter", name: k});
       out.push({kind: "closed"});
       if (ownMessage) out.push({kind: "end"});
@@ -84,7 +84,7 @@ const SYNTAXES: {id: string; syntax: CallSyntax; parallel: boolean}[] = [
 ];
 
 /** The text of a value of the wrong type for an integer parameter, in the shape's notation. */
-const wrongInteger = (s: CallSyntax) => (s.shape === "xml" || s.shape === "recipients" ? "three" : s.shape === "custom" && s.kind === "gemma4" ? `${Q}3${Q}` : '"3"');
+const wrongInteger = (s: CallSyntax) => (s.shape === "xml" || (s.shape === "recipients" && s.body !== "json") ? "three" : s.shape === "custom" && s.kind === "gemma4" ? `${Q}3${Q}` : '"3"');
 
 describe("every family's call syntax", () => {
   for (const {id, syntax, parallel} of SYNTAXES) {
@@ -223,6 +223,33 @@ describe("shape details", () => {
     const s = family("apertus");
     await check(openGrammar(s, NAMES, {fromReplyStart: true}), s, [['<|tools_prefix|>[{"search":', {kind: "named", name: "search"}]],
       ['<|tools_prefix|>[{"name": "search", "arguments":', '<|tools_prefix|>[{"other":']);
+  });
+
+  test("Functionary v3.2: after `>>>` a tool's name, or the answer's recipient, which ends the phase with no call", async () => {
+    const s = family("functionary-v3.2");
+    await check(openGrammar(s, NAMES, {fromReplyStart: false}), s, [["search\n", {kind: "named", name: "search"}], ["all\n", {kind: "text"}]],
+      ["other\n", "all", "search {"]);
+    // A required call from the reply's start: the prompt wrote the first `>>>`; after a message the model writes it.
+    await check(openGrammar(s, NAMES, {fromReplyStart: true}), s, [["search\n", {kind: "named", name: "search"}],
+      [">>>get_weather\n", {kind: "named", name: "get_weather"}]], ["all\n"]);
+  });
+
+  test("a prompt that ends with an opener puts the reply in the open phase; the answer's recipient lets it go free", () => {
+    const s = family("functionary-v3.2");
+    const tools = {tools: TOOLS.map((t) => ({name: t.name, parameters: t.parameters, strict: true, enforced: true, templateEntry: null})),
+      choice: {kind: "auto" as const}, parallel: true};
+    const calls = createToolCallGrammars(s, tools, "<|start_header_id|>assistant<|end_header_id|>\n\n>>>");
+    assert.equal(calls.openedByPrompt, true);
+    assert.equal(createToolCallGrammars(s, tools, "<|start_header_id|>assistant<|end_header_id|>\n\n").openedByPrompt, false);
+    for (const [reply, closed] of [["all\nSure.>>>search\n{\"query\": \"x\", \"limit\": 1}", 1], ["search\n{\"query\": \"x\", \"limit\": 1}", 1]] as const) {
+      const chars = [...reply];
+      const plan: SteeringPlan = {reasoning: {mode: "none", open: "", close: ""}, answer: {kind: "free"}, calls, parallel: true};
+      const steering = new ReplySteering(plan, {push: (t) => chars[t]!, tokenize: () => assert.fail("nothing is placed")});
+      assert.notEqual(steering.initial, null, `${JSON.stringify(reply)}: the open phase is bound before the first token`);
+      const actions = chars.map((_, i) => steering.onToken(i));
+      assert.equal(steering.callsClosed, closed, JSON.stringify(reply));
+      if (reply.startsWith("all")) assert.deepEqual(actions[3], {bind: {grammar: null}}, "after `all\\n` the text is free");
+    }
   });
 
   test("tag-ended raw values never hold the tag; JSON values may (in a string); bounded ones hold no `<`", async () => {

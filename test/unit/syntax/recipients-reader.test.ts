@@ -1,11 +1,14 @@
-// The recipients reader (src/syntax/recipients/reader.ts) on Muse Glimmer's ATEM messages: reasoning, the answer and
-// calls come apart in every chunking; a call's values are typed by its tool's schema; a call message without tools is
-// dropped; a reply that ignores the format is content; a call cut short is reported malformed.
+// The recipients reader (src/syntax/recipients/reader.ts) on Muse Glimmer's ATEM messages and Functionary v3.2's
+// `>>>` messages: reasoning, the answer and calls come apart in every chunking; a call's values are typed by its tool's
+// schema; a call message without tools is dropped; a reply that ignores the format is content; a call cut short is
+// reported malformed.
 
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
 import {createReplyParser} from "../../../src/pipeline/reply/parser.ts";
 import type {ReplyPart} from "../../../src/pipeline/reply/types.ts";
+import type {RecipientCallSyntax} from "../../../src/core/call-syntax.ts";
+import {FUNCTIONARY_32_CALLS} from "../../../src/templates/families/functionary-v32.ts";
 import {MUSE_CALLS} from "../../../src/templates/families/muse-glimmer.ts";
 
 const TOOLS = [{name: "get_weather", parameters: {type: "object", properties: {city: {type: "string"}, days: {type: "integer"}, opts: {type: "object"}}}}];
@@ -17,8 +20,8 @@ interface Read {
   malformed: number[];
 }
 
-function read(text: string, chunk: number, tools = true): Read {
-  const p = createReplyParser({calls: tools ? MUSE_CALLS : null, familyCalls: MUSE_CALLS, tools: TOOLS, reasoning: null});
+function read(text: string, chunk: number, tools = true, syntax: RecipientCallSyntax = MUSE_CALLS): Read {
+  const p = createReplyParser({calls: tools ? syntax : null, familyCalls: syntax, tools: TOOLS, reasoning: null});
   const parts: ReplyPart[] = [];
   for (let i = 0; i < text.length; i += chunk) parts.push(...p.push(text.slice(i, i + chunk)));
   parts.push(...p.finish());
@@ -40,9 +43,9 @@ function read(text: string, chunk: number, tools = true): Read {
 }
 
 /** The same result whole, one character at a time, and in chunks of 3 and 7. */
-function readAll(text: string, tools = true): Read {
-  const whole = read(text, text.length || 1, tools);
-  for (const n of [1, 3, 7]) assert.deepEqual(read(text, n, tools), whole, `chunks of ${n}`);
+function readAll(text: string, tools = true, syntax: RecipientCallSyntax = MUSE_CALLS): Read {
+  const whole = read(text, text.length || 1, tools, syntax);
+  for (const n of [1, 3, 7]) assert.deepEqual(read(text, n, tools, syntax), whole, `chunks of ${n}`);
   return whole;
 }
 
@@ -97,5 +100,35 @@ describe("recipient messages (Muse Glimmer)", () => {
   test("a tool message whose body is not a call is dropped, and the messages after it are read", () => {
     const r = readAll("<|start|>assistant to=get_weather<|message|>not a call<|eom|><|start|>assistant to=user<|message|>Done.<|eot|>");
     assert.deepEqual(r, {reasoning: "", content: "Done.", calls: [], malformed: []});
+  });
+});
+
+describe("`>>>` messages (Functionary v3.2): the prompt wrote the first `>>>`", () => {
+  const f = (text: string, tools = true) => readAll(text, tools, FUNCTIONARY_32_CALLS);
+
+  test("the answer, then two calls whose bodies are their arguments as JSON", () => {
+    const r = f('all\nLet me check.>>>get_weather\n{"city": "Paris", "days": 2}>>>get_weather\n{"city": "Lyon"}');
+    assert.deepEqual(r, {reasoning: "", content: "Let me check.", malformed: [], calls: [
+      {name: "get_weather", args: {city: "Paris", days: 2}, complete: true},
+      {name: "get_weather", args: {city: "Lyon"}, complete: true},
+    ]});
+  });
+
+  test("a reply that starts with a call, and one that is only the answer", () => {
+    assert.deepEqual(f('get_weather\n{"city": "Paris"}').calls, [{name: "get_weather", args: {city: "Paris"}, complete: true}]);
+    assert.deepEqual(f("all\nIt is sunny."), {reasoning: "", content: "It is sunny.", calls: [], malformed: []});
+  });
+
+  test("a first line that names no recipient is the model ignoring the format: all of it is content", () => {
+    assert.deepEqual(f("It is sunny in Paris today.\nAnd warm."), {reasoning: "", content: "It is sunny in Paris today.\nAnd warm.", calls: [], malformed: []});
+    assert.deepEqual(f("Sunny"), {reasoning: "", content: "Sunny", calls: [], malformed: []});
+  });
+
+  test("arguments cut short are an incomplete call, reported malformed; without tools a call is dropped", () => {
+    const r = f('get_weather\n{"city": "Par');
+    assert.equal(r.calls[0]!.complete, false);
+    assert.deepEqual(r.calls[0]!.args, {city: "Par"});
+    assert.deepEqual(r.malformed, [0]);
+    assert.deepEqual(f('all\nSure.>>>get_weather\n{"city": "Paris"}', false), {reasoning: "", content: "Sure.", calls: [], malformed: []});
   });
 });

@@ -68,7 +68,7 @@ const EXPECTED: Record<string, [string, "js" | "native"]> = {
   "llama-cpp-deepseek-r1.jinja": ["deepseek-r1", "js"],
   "llama-cpp-rwkv-world.jinja": ["generic", "js"],
   "meetkai-functionary-medium-v3.1.jinja": ["functionary-v3.1", "native"],
-  "meetkai-functionary-medium-v3.2.jinja": ["generic", "native"],
+  "meetkai-functionary-medium-v3.2.jinja": ["functionary-v3.2", "native"],
   "meta-llama-Llama-3.1-8B-Instruct.jinja": ["llama3", "js"],
   "meta-llama-Llama-3.2-3B-Instruct.jinja": ["llama3", "js"],
   "meta-llama-Llama-3.3-70B-Instruct.jinja": ["llama3", "js"],
@@ -100,7 +100,6 @@ const GENERIC_FORM: Record<string, string> = {
   "llama-cpp-rwkv-world.jinja": "renders no tools",
   "microsoft-Phi-3.5-mini-instruct.jinja": "renders no tools",
   "MiniMax-M3.jinja": "not yet: each parameter is a tag named after it (<city>Paris</city>) and nested values are XML, not JSON",
-  "meetkai-functionary-medium-v3.2.jinja": "not yet: recipient messages (>>>all for text, >>>NAME for a call) opened by the prompt itself",
 };
 
 /** Self-checks that fail for a reason of the template's own (it refuses the probe conversation on purpose). */
