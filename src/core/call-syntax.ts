@@ -98,6 +98,25 @@ export interface PythonicCallSyntax {
   close: string;
 }
 
+/** Calls whose parameters are elements named after them, nested values as nested elements (MiniMax M3): every tag is
+ * written after `mark` (a special token), an array's items each in an `item` element, objects' members as elements named
+ * after their keys, strings and numbers as text:
+ *   M<tool_call>\nM<invoke name="get_weather">M<city>ParisM</city>M<days>2M</days>M</invoke>\nM</tool_call> */
+export interface TaggedCallSyntax {
+  shape: "tagged";
+  /** Written before every tag. */
+  mark: string;
+  /** The tags around all of a reply's calls, written after `mark`: "<tool_call>\n", "</tool_call>". */
+  section: {open: string; close: string};
+  /** A call's opening up to its name, after `mark`: '<invoke name="'; after the name: '">'. */
+  open: string;
+  nameEnd: string;
+  /** Closes a call, after `mark`: "</invoke>\n". */
+  close: string;
+  /** The element an array's items are written in. */
+  item: string;
+}
+
 /** Replies as messages addressed to recipients, each `START TO RECIPIENT HEADEREND BODY END`; the first message's
  * START is the generation prompt's. The reasoning and content recipients' bodies are text; any other recipient is a
  * tool, whose body is a call in `body`'s syntax, or its arguments as one JSON object. Muse Glimmer's ATEM, and
@@ -127,7 +146,8 @@ export interface CustomCallSyntax {
   kind: "harmony" | "gemma4";
 }
 
-export type CallSyntax = JsonCallSyntax | NamedCallSyntax | XmlCallSyntax | PythonicCallSyntax | RecipientCallSyntax | CustomCallSyntax;
+export type CallSyntax = JsonCallSyntax | NamedCallSyntax | XmlCallSyntax | PythonicCallSyntax | TaggedCallSyntax | RecipientCallSyntax
+  | CustomCallSyntax;
 
 /** In an xml syntax's nameEnd: the call's index, from 1 (Kimi K3: ` index="1"`). */
 export const CALL_INDEX = "{index}";

@@ -8,6 +8,7 @@ import {namedShape} from "./named/index.ts";
 import {pythonicShape} from "./pythonic/index.ts";
 import {recipientsShape} from "./recipients/index.ts";
 import type {CallShape} from "./shape.ts";
+import {taggedShape} from "./tagged/index.ts";
 import {xmlShape} from "./xml/index.ts";
 
 const checked = new WeakSet<object>();
@@ -33,6 +34,8 @@ function pick(syntax: CallSyntax): CallShape {
       return xmlShape as CallShape;
     case "pythonic":
       return pythonicShape as CallShape;
+    case "tagged":
+      return taggedShape as CallShape;
     case "recipients":
       return recipientsShape as CallShape;
     case "custom":

@@ -6,7 +6,7 @@ import type {ReplyToolSpec as ToolSpec} from "../reply/parts.ts";
 /** How a parameter's text becomes JSON: a string as is, parsed JSON, or parsed only if it looks like JSON. */
 export type ValueKind = "string" | "json" | "auto";
 
-/** The schema of one parameter decides how its text is typed; see ValueKind. */
+/** The schema of one parameter decides how its text is typed; see ValueKind (schemaKind: for any schema). */
 export function valueKind(tool: ToolSpec | undefined, param: string): ValueKind {
   const params = tool?.parameters;
   const props = isObject(params) ? params.properties : undefined;
@@ -14,7 +14,7 @@ export function valueKind(tool: ToolSpec | undefined, param: string): ValueKind 
   return isObject(schema) ? schemaKind(schema) : "auto";
 }
 
-function schemaKind(schema: Record<string, unknown>): ValueKind {
+export function schemaKind(schema: Record<string, unknown>): ValueKind {
   const {type, anyOf, oneOf} = schema;
   const values = schema.enum;
   if (Array.isArray(values) && values.length > 0 && values.every((v) => typeof v === "string")) return "string";

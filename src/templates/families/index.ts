@@ -27,6 +27,7 @@ import {llama3} from "./llama3.ts";
 import {minicpm5} from "./minicpm5.ts";
 import {minimaxM1} from "./minimax-m1.ts";
 import {minimaxM2} from "./minimax-m2.ts";
+import {minimaxM3} from "./minimax-m3.ts";
 import {mistral} from "./mistral.ts";
 import {mistralNemo} from "./mistral-nemo.ts";
 import {museGlimmer} from "./muse-glimmer.ts";
@@ -53,6 +54,7 @@ export const FAMILIES: readonly ModelFamily[] = [
   deepseekV4,
   deepseekR1,
   deepseekV3,
+  minimaxM3,
   minimaxM2,
   kimiK3,
   seedOss,

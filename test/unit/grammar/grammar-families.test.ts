@@ -48,7 +48,8 @@ function expected(s: CallSyntax, calls: Call[], strict: boolean): (Boundary | nu
   const ownMessage = s.shape === "recipients" && s.body !== "json";
   calls.forEach((c, i) => {
     out.push(i > 0 && after && !ownMessage ? {kind: "more", name: c.name} : {kind: "named", name: c.name});
-    if (s.shape === "xml" || ownMessage) {
+    // One parameter per phase, and the close alone, in the markup shapes (strict or not).
+    if (s.shape === "xml" || s.shape === "tagged" || ownMessage) {
       for (const [k] of c.args) out.push({kind: "parameter", name: k});
       out.push({kind: "closed"});
       if (ownMessage) out.push({kind: "end"});
@@ -84,7 +85,7 @@ const SYNTAXES: {id: string; syntax: CallSyntax; parallel: boolean}[] = [
 ];
 
 /** The text of a value of the wrong type for an integer parameter, in the shape's notation. */
-const wrongInteger = (s: CallSyntax) => (s.shape === "xml" || (s.shape === "recipients" && s.body !== "json") ? "three" : s.shape === "custom" && s.kind === "gemma4" ? `${Q}3${Q}` : '"3"');
+const wrongInteger = (s: CallSyntax) => (s.shape === "xml" || s.shape === "tagged" || (s.shape === "recipients" && s.body !== "json") ? "three" : s.shape === "custom" && s.kind === "gemma4" ? `${Q}3${Q}` : '"3"');
 
 describe("every family's call syntax", () => {
   for (const {id, syntax, parallel} of SYNTAXES) {
@@ -250,6 +251,26 @@ describe("shape details", () => {
       assert.equal(steering.callsClosed, closed, JSON.stringify(reply));
       if (reply.startsWith("all")) assert.deepEqual(actions[3], {bind: {grammar: null}}, "after `all\\n` the text is free");
     }
+  });
+
+  test("MiniMax M3: a nested value is elements named after its keys (schema order), an array's items in `item` elements", async () => {
+    const s = family("minimax-m3");
+    const M = "]<]minimax[>[";
+    const el = (name: string, inner: string) => `${M}<${name}>${inner}${M}</${name}>`;
+    const tool: ToolSpec = {name: "t", strict: true, parameters: {type: "object", required: ["o"], properties: {
+      o: {type: "object", required: ["unit"], properties: {unit: {type: "string", enum: ["c", "f"]}, alerts: {type: "array", items: {type: "boolean"}, maxItems: 2}}},
+    }}};
+    await check(argumentGrammar(s, tool, []), s, [
+      [el("o", el("unit", "c") + el("alerts", el("item", "true") + el("item", "false"))), param("o")],
+      [el("o", el("unit", "f")), param("o")],
+    ], [
+      el("o", el("alerts", el("item", "true")) + el("unit", "c")), // members in the schema's order
+      el("o", el("unit", "k")), // not a listed value
+      el("o", el("unit", "c") + el("alerts", el("item", "yes"))), // not a boolean
+      el("o", el("unit", "c") + el("alerts", el("item", "true").repeat(3))), // more items than allowed
+      el("o", el("unit", "c") + el("other", "x")), // an undeclared member
+      `${M}</invoke>`, // the call may not close before its required parameter
+    ]);
   });
 
   test("tag-ended raw values never hold the tag; JSON values may (in a string); bounded ones hold no `<`", async () => {

@@ -297,18 +297,25 @@ describe("strict eligibility", () => {
     const only = (refusedBy: string[]) => Object.fromEntries(FAMILIES.filter((f) => f.calls).map((f) => [f.id, !refusedBy.includes(f.id)]));
     const reason = (v: ReturnType<typeof strictEligibility>) => (v as {reason: string}).reason;
     // A parameter name is a JSON string in the json, named and harmony shapes (anything goes), bare markup in the xml shape
-    // (its name-ending character may not appear: ">" in `<parameter=NAME>`), a bare key in Gemma's notation and a Python
-    // identifier in the pythonic shape (LFM2).
+    // (its name-ending character may not appear: ">" in `<parameter=NAME>`), a bare key in Gemma's notation, a Python
+    // identifier in the pythonic shape (LFM2) and an element name in the tagged shape (MiniMax M3).
     const gt = {type: "object", properties: {"a>b": {type: "string"}}};
-    assert.deepEqual(verdicts(gt), only(["gemma4", "seed-oss", "qwen3-coder", "lfm2"]));
+    assert.deepEqual(verdicts(gt), only(["gemma4", "seed-oss", "qwen3-coder", "lfm2", "minimax-m3"]));
     assert.match(reason(strictEligibility(gt, syntax("lfm2"))), /the parameter name "a>b" cannot be written in a Python-style tool call/);
     assert.deepEqual(verdicts({type: "object", properties: {"2nd": {type: "string"}}}).lfm2, false);
     assert.deepEqual(verdicts({type: "object", properties: {_second_2: {type: "string"}}}).lfm2, true);
     assert.match(reason(strictEligibility(gt, syntax("qwen3-coder"))),
       /the parameter name "a>b" cannot be written in this tool-call syntax \(empty, or it holds ">" or a line break\)/);
-    // Nested keys are JSON everywhere but in Gemma's notation.
+    // Nested keys are JSON everywhere but in Gemma's notation and the tagged shape, which writes nested values as elements
+    // named after their keys (MiniMax M3); there a value that may be null (the template leaves nulls out) cannot be written.
     const nested = {type: "object", properties: {o: {type: "object", properties: {"two words": {type: "string"}}, additionalProperties: false}}};
-    assert.deepEqual(verdicts(nested), only(["gemma4"]));
+    assert.deepEqual(verdicts(nested), only(["gemma4", "minimax-m3"]));
+    assert.match(reason(strictEligibility(nested, syntax("minimax-m3"))), /the parameter name "two words" cannot be written as an element name/);
+    const elements = {type: "object", properties: {o: {type: "object", properties: {unit: {type: "string"}, n: {type: "integer"}}},
+      l: {type: "array", items: {type: "boolean"}}, e: {enum: [1, 2]}}};
+    assert.deepEqual(verdicts(elements)["minimax-m3"], true);
+    assert.match(reason(strictEligibility({type: "object", properties: {n: {type: ["integer", "null"]}}}, syntax("minimax-m3"))),
+      /the parameter "n" is a value that may be null/);
     // A string parameter is raw text in the xml shape: a listed value holding the value end cannot be written there (left
     // out when another can be, refused when none can); everywhere else it is a JSON string.
     const ends = {type: "object", properties: {a: {type: "string", enum: ["x</parameter>", "y</parameter>"]}}};

@@ -31,6 +31,8 @@ const NOT_DERIVED: Record<string, RegExp> = {
   // Each call is a message whose header names the tool, ended by the message's end marker after the calls' block: the
   // renders show a block that nothing closes (the family file's recipients syntax knows the messages).
   "muse-glimmer.jinja": /the calls' section has no closing marker/,
+  // Each parameter is an element named after it: no marker stands between a key and its value that renders could show.
+  "MiniMax-M3.jinja": /fits none of the json, named, xml and pythonic shapes/,
   // A call is a message `>>>NAME\n{...}`: its name is the header, which renders alone do not tell from text.
   "meetkai-functionary-medium-v3.2.jinja": /fits none of the json, named, xml and pythonic shapes/,
   "LFM2-8B-A1B.jinja": /does not render a call's name/,

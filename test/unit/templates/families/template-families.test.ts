@@ -37,7 +37,7 @@ const EXPECTED: Record<string, [string, "js" | "native"]> = {
   "MiMo-VL.jinja": ["hermes", "js"],
   "MiniMax-M1.jinja": ["minimax-m1", "js"],
   "MiniMax-M2.jinja": ["minimax-m2", "js"],
-  "MiniMax-M3.jinja": ["generic", "js"],
+  "MiniMax-M3.jinja": ["minimax-m3", "js"],
   "Mistral-Small-3.2-24B-Instruct-2506.jinja": ["mistral", "js"],
   "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja": ["qwen3-coder", "js"],
   "NVIDIA-Nemotron-Nano-v2.jinja": ["nemotron-v2", "js"],
@@ -89,8 +89,8 @@ const EXPECTED: Record<string, [string, "js" | "native"]> = {
 };
 
 /** Templates whose replies svc reads in the generic form (tools taught in a system message, calls as
- * {"tool_calls": [...]}), and why: the template renders no tools at all (checked: its prompt with tools is the
- * prompt without), or "not yet", a call syntax svc does not read yet (checked: the template does render tools). */
+ * {"tool_calls": [...]}), and why: each renders no tools at all (checked: its prompt with tools is the prompt without).
+ * Every bundled template that renders tools is served by a syntax of its own. */
 const GENERIC_FORM: Record<string, string> = {
   "HuggingFaceTB-SmolLM3-3B.jinja": "renders no tools",
   "deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja": "renders no tools",
@@ -99,7 +99,6 @@ const GENERIC_FORM: Record<string, string> = {
   "google-gemma-2-2b-it.jinja": "renders no tools",
   "llama-cpp-rwkv-world.jinja": "renders no tools",
   "microsoft-Phi-3.5-mini-instruct.jinja": "renders no tools",
-  "MiniMax-M3.jinja": "not yet: each parameter is a tag named after it (<city>Paris</city>) and nested values are XML, not JSON",
 };
 
 /** Self-checks that fail for a reason of the template's own (it refuses the probe conversation on purpose). */
@@ -155,9 +154,8 @@ describe("the templates read in the generic form", () => {
     for (const name of generic) {
       const t = templates.get(name)!;
       const reason = GENERIC_FORM[name]!;
-      assert.match(reason, /^(renders no tools|not yet: .+)$/, name);
-      const shown = render(t, TOOLS) !== render(t);
-      assert.equal(shown, reason !== "renders no tools", `${name}: ${reason}, but the template ${shown ? "shows" : "does not show"} tools`);
+      assert.equal(reason, "renders no tools", name);
+      assert.equal(render(t, TOOLS), render(t), `${name}: listed as rendering no tools, but the template shows them`);
     }
   });
 });
