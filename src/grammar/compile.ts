@@ -69,10 +69,15 @@ export function compileSchema(schema: unknown, opts?: CompileOptions): CompiledS
   return compileWithKey(schema, s, schemaKey(schema, s));
 }
 
-/** Any JSON object (response_format json_object): `{"type": "object"}` with default options. */
+/** Any JSON object (response_format json_object): `{"type": "object"}`, compiled once. */
 export function compileJsonObject(): CompiledSchema {
   return JSON_OBJECT;
 }
+
+/** The time budget is for schemas that come with requests. The server's own grammars (this one, compiled when the module
+ * loads, and the tool-call phases that hold no request schema) are small and fixed: on a machine busy enough to stall
+ * the process past the budget, they must not fail (a server once exited at start on it). */
+export const UNTIMED: CompileOptions = {maxMs: Number.POSITIVE_INFINITY};
 
 /** Compiles with a key already computed (the cache computes it for the lookup). */
 export function compileWithKey(schema: unknown, s: Settings, key: string): CompiledSchema {
@@ -101,4 +106,4 @@ export function compileWithKey(schema: unknown, s: Settings, key: string): Compi
   return {gbnf, rootRule: "root", key};
 }
 
-const JSON_OBJECT: CompiledSchema = Object.freeze(compileSchema({type: "object"}));
+const JSON_OBJECT: CompiledSchema = Object.freeze(compileSchema({type: "object"}, UNTIMED));

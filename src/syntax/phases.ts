@@ -99,6 +99,12 @@ function cached(syntax: CallSyntax, inputs: Record<string, unknown>, s: Settings
   return out;
 }
 
+/** The phases that hold no request schema (open, after-call, non-strict arguments) are the server's own grammars:
+ * never timed out (compile.ts UNTIMED says why). Their size is bounded by the tools' names and the syntax. */
+function untimed(s: Settings): Settings {
+  return {...s, maxMs: Number.POSITIVE_INFINITY};
+}
+
 /** The names, checked, without repeats, sorted (so one set of tools is one grammar and one key). */
 function toolNames(names: readonly string[]): string[] {
   if (!Array.isArray(names) || names.length === 0) throw new TypeError("a tool call needs at least one tool name");
@@ -117,7 +123,7 @@ function builder(syntax: CallSyntax, parameters: unknown, s: Settings): ToolBuil
 export function openGrammar(syntax: CallSyntax, names: readonly string[], opts: {fromReplyStart: boolean}, compile?: CompileOptions): PhaseGrammar {
   const list = toolNames(names);
   const from = opts.fromReplyStart === true;
-  const s = toolSettings(compile);
+  const s = untimed(toolSettings(compile));
   return cached(syntax, {phase: "open", names: list, fromReplyStart: from}, s, {kind: "open", fromReplyStart: from}, () => {
     const b = builder(syntax, null, s);
     return b.finish(shapeOf(syntax).openGrammar(b, syntax, list, from));
@@ -139,8 +145,9 @@ export function argumentGrammar(syntax: CallSyntax, tool: ToolSpec, written: rea
   if (!tool.strict) {
     // Non-strict phases differ by `first` only where the shape says so (xml: its lead); elsewhere they are one phase.
     const phase: Phase = {kind: "argument", strict: false, first: shape.firstMatters ? first : true, json: []};
-    return cached(syntax, {phase: "argument", strict: false, first: shape.firstMatters && first}, s, phase, () => {
-      const b = builder(syntax, null, s);
+    const any = untimed(s);
+    return cached(syntax, {phase: "argument", strict: false, first: shape.firstMatters && first}, any, phase, () => {
+      const b = builder(syntax, null, any);
       return b.finish(shape.anyArguments(b, syntax, phase.first));
     });
   }
@@ -167,7 +174,7 @@ export function afterCallGrammar(syntax: CallSyntax, opts: {more: boolean; names
   if (!shape.hasAfterPhase(syntax)) throw new TypeError(`tool-call syntax ${JSON.stringify(syntax)} has no after-call phase: what follows a call is free text`);
   const more = opts.more === true;
   const list = more ? toolNames(opts.names) : [];
-  const s = toolSettings(compile);
+  const s = untimed(toolSettings(compile));
   return cached(syntax, {phase: "after", more, names: list}, s, {kind: "after"}, () => {
     const b = builder(syntax, null, s);
     return b.finish(shape.afterGrammar(b, syntax, more, list));

@@ -339,6 +339,19 @@ describe("strict eligibility", () => {
     }
   });
 
+  test("only a request's schema is timed: the server's own phases compile on a budget of 0 ms, a strict tool's does not", () => {
+    const none = {maxMs: 0};
+    for (const f of FAMILIES.filter((x) => x.calls)) {
+      const s = f.calls!;
+      assert.ok(openGrammar(s, ["get_weather"], {fromReplyStart: true}, none).gbnf.length > 0, f.id);
+      assert.ok(argumentGrammar(s, {name: "get_weather", parameters: {type: "object"}, strict: false}, [], none).gbnf.length > 0, f.id);
+    }
+    assert.ok(afterCallGrammar(GENERIC_CALLS, {more: true, names: ["a"]}, none).gbnf.length > 0);
+    // A strict tool's schema comes with the request: its budget holds (a schema big enough to pass 0 ms).
+    const big = {type: "object", properties: Object.fromEntries(Array.from({length: 30}, (_, i) => [`p${i}`, {type: "string", enum: ["a", "b", "c"]}]))};
+    assert.throws(() => argumentGrammar(HERMES_CALLS, {name: "t", parameters: big, strict: true}, [], none), /compiling took longer than 0 ms/);
+  });
+
   test("argumentGrammar refuses what eligibility refuses; written names must be declared", () => {
     assert.throws(() => argumentGrammar(HERMES, {name: "t", parameters: {type: "object", additionalProperties: true}, strict: true}, []), SchemaError);
     assert.throws(() => argumentGrammar(HERMES, {name: "t", parameters: {type: "object", properties: {x: {not: {}}}}, strict: true}, []), SchemaError);
