@@ -306,17 +306,18 @@ export class ReplySteering implements DecodeSteering {
       this.state = {kind: "phase", phase: next, text: ""};
       return {bind: {grammar: calls.grammar(next)}};
     }
-    // The content's recipient: no call was written, so the text goes on free, watched for openers.
+    // No call is open and free text follows (the content's recipient was named, or a recipient message's call block
+    // ended): watched for openers. The call limit still ends the reply once it is reached.
     if (b.kind === "text") {
       this.state = {kind: "free", text: ""};
       return {bind: {grammar: null}};
     }
-    if ((b.kind !== "closed" && b.kind !== "end") || !this.plan.parallel) {
+    // A closed list or section ends the calls: its grammar is complete, so the reply ends there.
+    if (b.kind !== "closed" || !this.plan.parallel) {
       this.state = {kind: "ended"};
       return null;
     }
-    // More may follow a call, or a closed list or section (recipient messages hold one call each, and a model may open
-    // another section): free text watched for the next opener, or, before a JSON answer, the preamble again.
+    // More may follow a call: free text watched for the next opener, or, before a JSON answer, the preamble again.
     this.state = this.plan.answer.kind === "schema"
       ? {kind: "preamble", text: "", tokens: this.preambleTokens, cap: this.preambleCap}
       : {kind: "free", text: ""};

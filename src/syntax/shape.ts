@@ -39,7 +39,9 @@ export type Boundary =
   | {kind: "closed"; name?: string} // the call ended; name: the parameter written in the same phase, if any (JSON-argument shapes)
   | {kind: "more"; name: string} // after a call: another call opened, naming its tool
   | {kind: "end"} // after a call: the calls' list or section was closed
-  | {kind: "text"}; // an open phase found the content's recipient (recipient messages): no call, free text follows
+  /** Recipient messages: an open phase found the content's recipient (no call), or a call's block ended with its
+   * message (more messages may follow); either way no call is open and free text follows. */
+  | {kind: "text"};
 
 /** JSON text that starts the calls where the content starts (a json syntax without an opener). `consumed`: the
  * pieces are an envelope around the calls; otherwise they are the start of the first call object itself. */

@@ -108,7 +108,9 @@ export const recipientsShape: CallShape<RecipientCallSyntax> = {
       const name = matchName(patternsOf(s).fromStart, text);
       return name === null ? null : {kind: "named", name};
     }
-    return xmlShape.boundary(xml, phase, text);
+    const b = xmlShape.boundary(xml, phase, text);
+    // The block's end is the message's: other messages (more calls, the answer) may follow, as free text.
+    return b?.kind === "end" ? {kind: "text"} : b;
   },
 
   parsing: () => null,

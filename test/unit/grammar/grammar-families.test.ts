@@ -52,7 +52,8 @@ function expected(s: CallSyntax, calls: Call[], strict: boolean): (Boundary | nu
     if (s.shape === "xml" || s.shape === "tagged" || ownMessage) {
       for (const [k] of c.args) out.push({kind: "parameter", name: k});
       out.push({kind: "closed"});
-      if (ownMessage) out.push({kind: "end"});
+      // The call's block ends with its message: free text (the next message) follows.
+      if (ownMessage) out.push({kind: "text"});
     } else if (strict) {
       for (const [k] of c.args.slice(0, -1)) out.push({kind: "parameter", name: k});
       out.push({kind: "closed", name: c.args[c.args.length - 1]![0]});
