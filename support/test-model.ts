@@ -72,8 +72,8 @@ export function testModelPath(modelsDir = defaultModelsDir()): Promise<string> {
   return built;
 }
 
-/** A seeded Gaussian source (mulberry32 and Box-Muller): the same weights on every machine. */
-function gaussian(seed: number): () => number {
+/** A seeded Gaussian source (mulberry32 and Box-Muller): the same weights on every machine (the test projector uses it too). */
+export function gaussian(seed: number): () => number {
   let a = seed >>> 0;
   const uniform = () => {
     a = (a + 0x6d2b79f5) >>> 0;
