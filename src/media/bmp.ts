@@ -49,7 +49,7 @@ function corrupt(field: string, reason: string): ApiError {
 }
 
 function need(bytes: Uint8Array, end: number, what: string, field: string): void {
-  if (end > bytes.length) throw corrupt(field, `it is truncated (${what} ends at byte ${end}, the file has ${bytes.length})`);
+  if (end > bytes.length) throw corrupt(field, `it is truncated: it needs ${end} bytes up to the end of ${what}, the file has ${bytes.length}`);
 }
 
 /** Reads and checks the headers, palette and masks; the pixel rows are not touched (their size is checked first by the caller). */

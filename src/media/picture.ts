@@ -39,7 +39,7 @@ const NO_FETCH = "must be a base64 data URL or bare base64; no URL is ever fetch
 const DATA_URL = /^data:([^,]*),/i;
 const SCHEME = /^[a-z][a-z0-9+.-]*:/i;
 const WHITESPACE = /[\t\n\f\r ]+/g;
-// The standard alphabet, padding optional; base64url (-, _) is not accepted, as OpenAI's API does not.
+// The standard alphabet (a data URL's), padding optional; base64url's - and _ are refused, not guessed at.
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
 /**
@@ -48,16 +48,16 @@ const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
  * is fetched. The limit counts the base64 text as sent (whitespace included), so it bounds the work done here.
  */
 export function pictureBytes(source: string, field: string, maxBase64Chars: number): Uint8Array {
-  let payload = source;
-  const dataUrl = DATA_URL.exec(source);
+  let payload = source.trimStart();
+  const dataUrl = DATA_URL.exec(payload);
   if (dataUrl !== null) {
     const [mediaType = "", ...params] = dataUrl[1]!.split(";").map((part) => part.trim().toLowerCase());
     if (!params.includes("base64")) throw invalidField(field, `${NO_FETCH} (this data URL is not base64)`);
     if (mediaType !== "" && !mediaType.startsWith("image/")) {
       throw invalidField(field, `must be a picture: its data URL says ${mediaType}, not image/*`);
     }
-    payload = source.slice(dataUrl[0].length);
-  } else if (SCHEME.test(source.trimStart())) {
+    payload = payload.slice(dataUrl[0].length);
+  } else if (SCHEME.test(payload)) {
     throw invalidField(field, NO_FETCH);
   }
   if (payload.length > maxBase64Chars) {
@@ -73,7 +73,7 @@ export function pictureBytes(source: string, field: string, maxBase64Chars: numb
 }
 
 /** The format by its magic bytes; sharp is only ever given what is sniffed here (never SVG, TIFF, HEIF, ...). */
-export function sniffFormat(bytes: Uint8Array): PictureFormat | null {
+function sniffFormat(bytes: Uint8Array): PictureFormat | null {
   const starts = (...magic: number[]): boolean => magic.every((byte, i) => bytes[i] === byte);
   const ascii = (at: number, text: string): boolean => [...text].every((ch, i) => bytes[at + i] === ch.charCodeAt(0));
   if (starts(0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a)) return "png";
@@ -93,7 +93,7 @@ export async function readPicture(bytes: Uint8Array, field: string, limits: Pict
   const label = format === "jpeg" ? "JPEG" : format === "webp" ? "WebP" : format.toUpperCase();
   const checkSize = (width: number, height: number): void => checkDimensions(width, height, field, maxSide, maxPixels);
   try {
-    // failOn "error": corrupt and truncated data are refused, a mere warning (common in camera JPEGs) is not.
+    // failOn "error": corrupt and truncated data are refused, a mere warning (some real JPEGs carry harmless ones) is not.
     // limitInputPixels backs the check below in case a header lies about the size.
     const options = {failOn: "error", limitInputPixels: maxPixels} as const;
     let image: Sharp;
@@ -135,7 +135,7 @@ function shortReason(err: unknown): string {
   return reason === "" ? "its header is corrupt" : reason.slice(0, 120);
 }
 
-export function hashOf(png: Uint8Array): string {
+function hashOf(png: Uint8Array): string {
   return createHash("sha256").update(png).digest("hex");
 }
 

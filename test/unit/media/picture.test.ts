@@ -4,31 +4,19 @@
 import assert from "node:assert/strict";
 import {createHash} from "node:crypto";
 import {describe, test} from "node:test";
-import sharp from "sharp";
-import {isApiError} from "../../../src/core/errors.ts";
+import sharp, {type Color, type Sharp} from "sharp";
 import {embeddingSize, fitForEmbedding, pictureBytes, readPicture, type Picture} from "../../../src/media/picture.ts";
+import {refusal} from "./refusal.ts";
 
 const FIELD = "messages[0].content[1].image_url.url";
 const MIB = 1024 * 1024;
 
-/** An assert.throws/rejects check: a 400 ApiError about `field` whose message matches every pattern. */
-export function refusal(field: string, ...patterns: RegExp[]): (err: unknown) => true {
-  return (err) => {
-    assert.ok(isApiError(err), `not an ApiError: ${String(err)}`);
-    assert.equal(err.status, 400);
-    assert.equal(err.param, field);
-    assert.ok(err.message.startsWith(`${field}: `), err.message);
-    for (const pattern of patterns) assert.match(err.message, pattern);
-    return true;
-  };
-}
-
-function solid(width: number, height: number, background: sharp.Color, channels: 3 | 4 = 3): sharp.Sharp {
+function solid(width: number, height: number, background: Color, channels: 3 | 4 = 3): Sharp {
   return sharp({create: {width, height, channels, background}});
 }
 
 /** A horizontal red ramp over a fixed green and blue, so every column differs. */
-function gradient(width: number, height: number): sharp.Sharp {
+function gradient(width: number, height: number): Sharp {
   const data = Buffer.alloc(width * height * 3);
   for (let y = 0; y < height; y++) {
     for (let x = 0; x < width; x++) data.set([Math.round((x * 255) / (width - 1)), 100, 50], (y * width + x) * 3);
@@ -48,7 +36,7 @@ describe("pictureBytes", () => {
 
   test("a data URL of any image type, one with no media type, bare base64 and wrapped base64 give the bytes", () => {
     for (const source of [`data:image/png;base64,${b64}`, `data:image/jpeg;base64,${b64}`, `data:;base64,${b64}`,
-      `DATA:Image/PNG;charset=x;BASE64,${b64}`, b64, `${b64.slice(0, 4)}\n${b64.slice(4, 8)}\r\n ${b64.slice(8)}`]) {
+      `DATA:Image/PNG;charset=x;BASE64,${b64}`, ` \n data:image/png;base64,${b64}`, b64, `${b64.slice(0, 4)}\n${b64.slice(4, 8)}\r\n ${b64.slice(8)}`]) {
       assert.deepEqual(Buffer.from(pictureBytes(source, FIELD, 1000)), png, source);
     }
     assert.deepEqual(Buffer.from(pictureBytes("AAE", FIELD, 1000)), Buffer.from([0, 1]), "padding is optional");
@@ -131,6 +119,10 @@ describe("readPicture", () => {
     const first = await readPicture(animated, FIELD);
     assert.deepEqual([first.width, first.height], [4, 2]);
     assert.deepEqual([...(await pixels(first)).data.subarray(0, 3)], [0, 0, 0]);
+    const webp = await sharp(frames, {raw: {width: 4, height: 4, channels: 3, pageHeight: 2}}).webp({lossless: true}).toBuffer();
+    assert.equal((await sharp(webp).metadata()).pages, 2);
+    const firstWebp = await readPicture(webp, FIELD);
+    assert.deepEqual([firstWebp.width, firstWebp.height, (await pixels(firstWebp)).data[0]], [4, 2, 0]);
     const rotated = await gradient(4, 2).jpeg().withMetadata({orientation: 6}).toBuffer();
     const upright = await readPicture(rotated, FIELD);
     assert.deepEqual([upright.width, upright.height], [2, 4]);
