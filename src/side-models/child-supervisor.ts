@@ -1,6 +1,7 @@
-// One supervisor for every child process a side model runs in (speech today; vision, embeddings and images as they
-// land): it starts the child and waits for its ready message, watches its exit, restarts it with backoff, checks an
-// idle child with a ping, stops it with the server, and reports its state for /health (`children`) and /metrics.
+// One supervisor for every child process a model runs in (speech; the main model's llama-server with SVC_MMPROJ;
+// vision, embeddings and images as they land): it starts the child and waits until it is ready (its message, or a
+// server child answering), watches its exit, restarts it with backoff, checks an idle child (a ping, or a server
+// child's health route), stops it with the server, and reports its state for /health (`children`) and /metrics.
 //
 // What a request sees: a request in flight when its child dies is refused at once with 503 model_restarting and a
 // Retry-After (EngineRestartingError) naming the side model, never held; the restart starts at once (the first time;
@@ -14,69 +15,10 @@
 import type {ChildProcess} from "node:child_process";
 import type {ChildState, ChildStatus} from "../core/child-status.ts";
 import {EngineRestartingError} from "../engine/index.ts";
-import type {Logger} from "../observability/log.ts";
+import {ChildFailedError, DEFAULT_BACKOFF, type Backoff, type ChildExit, type HealthCheck, type SupervisorOptions} from "./child-options.ts";
 
-/** A child that answers `ping(seq)` with a message `pong` reads as `seq`; asked only while no work is running in it. */
-export interface HealthCheck {
-  ping(seq: number): unknown;
-  /** The seq a pong answers, or null when the message is not a pong. */
-  pong(message: unknown): number | null;
-  intervalMs: number;
-  timeoutMs: number;
-}
+export {ChildFailedError, DEFAULT_BACKOFF, type Backoff, type ChildExit, type HealthCheck, type SupervisorOptions};
 
-export interface Backoff {
-  /** Delay before the first restart of a run of failures. */
-  firstMs: number;
-  /** Delay before the second; doubled for each one after. */
-  baseMs: number;
-  maxMs: number;
-  /** A child up this long has its run of failures forgotten. */
-  resetAfterMs: number;
-}
-
-export const DEFAULT_BACKOFF: Backoff = {firstMs: 0, baseMs: 1000, maxMs: 30_000, resetAfterMs: 60_000};
-
-export interface SupervisorOptions {
-  /** The side model's id: /health's `name`, the metric label, the log field. */
-  name: string;
-  /** How errors name it: "the speech model nx3-asr-0.6b". */
-  label: string;
-  /** Starts one process (fork with an IPC channel; stderr piped is kept for the exit's description). */
-  spawn(): ChildProcess;
-  isReady(message: unknown): boolean;
-  logger: Logger;
-  health?: HealthCheck;
-  backoff?: Partial<Backoff>;
-  /** A start that has not said ready by then is killed (and counted as a failure). */
-  readyTimeoutMs?: number;
-  /** After a disconnect, how long the child has to exit before SIGKILL. */
-  stopGraceMs?: number;
-  /**
-   * Restarts in a row (none of them followed by backoff.resetAfterMs of health) before the next failure gives up; the
-   * default 8 waits 0, 1, 2, 4, 8, 16, 30 and 30 s: about a minute and a half of a child that keeps dying.
-   */
-  maxFailures?: number;
-  /** The exit in words, from its code or signal and the child's last stderr lines. */
-  describeExit?(code: number | null, signal: NodeJS.Signals | null, stderrTail: readonly string[]): string;
-  /** An exit no restart can cure: the child is failed at once. */
-  fatal?(code: number | null, signal: NodeJS.Signals | null): boolean;
-}
-
-/** What exit listeners are told: the reason, and the error a request that was in the child should get. */
-export interface ChildExit {
-  reason: string;
-  /** The child was stopped on purpose (`kill`) or with the server (`stop`). */
-  planned: boolean;
-  next: "restart" | "failed" | "stopped";
-  /** The error for work in flight: `doing` says what it was ("transcribing"). */
-  error(doing: string): Error;
-}
-
-/** The child cannot serve and is not being restarted (restarts gave up, or the server is stopping it): a 500 naming why. */
-export class ChildFailedError extends Error {
-  override readonly name = "ChildFailedError";
-}
 
 interface Waiter {
   resolve(child: ChildProcess): void;
@@ -228,14 +170,29 @@ export class ChildSupervisor {
       this.tail.push(...d.split("\n").filter((l) => l.trim() !== ""));
       if (this.tail.length > STDERR_LINES) this.tail.splice(0, this.tail.length - STDERR_LINES);
     });
+    const probe = this.opts.probeReady;
+    if (probe) {
+      const poll = async () => {
+        while (child === this.child && this.readyAt === null && child.exitCode === null && child.signalCode === null && !this.stopping) {
+          if (await probe.ready(AbortSignal.timeout(Math.max(1000, probe.pollMs * 10))).catch(() => false)) {
+            if (child !== this.child || child.exitCode !== null || child.signalCode !== null) return;
+            clearTimeout(readyTimer);
+            return this.ready(child, performance.now() - started);
+          }
+          await new Promise((r) => setTimeout(r, probe.pollMs));
+        }
+      };
+      void poll();
+    }
     child.on("message", (m: unknown) => {
       if (child !== this.child) return;
-      if (this.readyAt === null && this.opts.isReady(m)) {
+      if (this.readyAt === null && this.opts.isReady?.(m)) {
         clearTimeout(readyTimer);
         this.ready(child, performance.now() - started);
         return;
       }
-      const seq = this.opts.health?.pong(m) ?? null;
+      const health = this.opts.health;
+      const seq = health && "pong" in health ? health.pong(m) : null;
       if (seq !== null) {
         if (this.outstanding?.seq === seq) this.clearPing();
         return;
@@ -362,7 +319,9 @@ export class ChildSupervisor {
   private ping(): void {
     const health = this.opts.health;
     const child = this.child;
-    if (!health || !child || this.state !== "ready" || this.busyCount > 0 || this.outstanding || !child.connected) return;
+    if (!health || !child || this.state !== "ready" || this.busyCount > 0 || this.outstanding) return;
+    if ("check" in health) return this.check(health, child);
+    if (!child.connected) return;
     const seq = ++this.pingSeq;
     const timer = setTimeout(() => {
       if (this.outstanding?.seq !== seq || child !== this.child) return;
@@ -375,6 +334,32 @@ export class ChildSupervisor {
     child.send(health.ping(seq) as Parameters<ChildProcess["send"]>[0], (err) => {
       // The channel closed under the ping: the exit handler says why.
       if (err) this.clearPing();
+    });
+  }
+
+  /** A server child's health check: an answer of false, or none within the timeout, kills it (and it restarts). */
+  private check(health: Extract<HealthCheck, {check: unknown}>, child: ChildProcess): void {
+    const seq = ++this.pingSeq;
+    const controller = new AbortController();
+    const fail = (why: string) => {
+      if (this.outstanding?.seq !== seq || child !== this.child) return;
+      this.outstanding = null;
+      this.unhealthy = why;
+      this.opts.logger.warn("child failed a health check; killing it", {child: this.opts.name, pid: child.pid, why});
+      child.kill("SIGKILL");
+    };
+    const timer = setTimeout(() => {
+      controller.abort();
+      fail(`it did not answer a health check within ${health.timeoutMs} ms`);
+    }, health.timeoutMs);
+    this.outstanding = {seq, timer};
+    void health.check(controller.signal).catch(() => false).then((ok) => {
+      if (ok) {
+        if (this.outstanding?.seq === seq) this.clearPing();
+      } else if (!controller.signal.aborted) {
+        clearTimeout(timer);
+        fail("its health check failed");
+      }
     });
   }
 

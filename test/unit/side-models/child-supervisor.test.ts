@@ -4,7 +4,8 @@
 // a request's wait bounded, and where a child script is found from source and from a build.
 
 import assert from "node:assert/strict";
-import {fork} from "node:child_process";
+import {fork, spawn} from "node:child_process";
+import {createServer} from "node:net";
 import {fileURLToPath} from "node:url";
 import {afterEach, describe, test} from "node:test";
 import {ChildFailedError, ChildSupervisor, type ChildExit, type SupervisorOptions} from "../../../src/side-models/child-supervisor.ts";
@@ -299,6 +300,61 @@ describe("child supervisor", () => {
     registry.add(b.sup);
     await a.sup.start();
     assert.deepEqual(registry.list().map((s) => [s.name, s.state]), [["a", "ready"], ["b", "stopped"]]);
+  });
+});
+
+/** A child that is a server, with no IPC channel (as llama-server is): it listens, and answers /health while not told otherwise. */
+const HTTP_CHILD = `
+const {createServer} = require("node:http");
+let healthy = true;
+createServer((req, res) => {
+  if (req.url === "/sick") healthy = false;
+  res.statusCode = healthy ? 200 : 503;
+  res.end();
+}).listen(Number(process.argv[1]), "127.0.0.1");
+`;
+
+describe("a server child (no IPC channel: ready and healthy by its answers)", () => {
+  async function serverChild() {
+    const port = await new Promise<number>((resolve) => {
+      const s = createServer().listen(0, "127.0.0.1", () => {
+        const p = (s.address() as {port: number}).port;
+        s.close(() => resolve(p));
+      });
+    });
+    const url = `http://127.0.0.1:${port}`;
+    const answers = async (signal: AbortSignal) => {
+      try {
+        const res = await fetch(`${url}/health`, {signal});
+        return res.ok;
+      } catch {
+        return false;
+      }
+    };
+    const h = supervise({isReady: undefined, probeReady: {ready: answers, pollMs: 20},
+      health: {check: answers, intervalMs: 50, timeoutMs: 1000},
+      spawn: () => spawn(process.execPath, ["-e", HTTP_CHILD, String(port)], {stdio: ["ignore", "ignore", "pipe"]})});
+    return {h, url};
+  }
+
+  test("ready once it answers; killed from outside, it is restarted and answers again", async () => {
+    const {h, url} = await serverChild();
+    await h.sup.start();
+    assert.equal(h.sup.status().state, "ready");
+    assert.equal((await fetch(`${url}/health`)).status, 200);
+    await killFromOutside(h);
+    await h.sup.whenReady(5000);
+    assert.equal(h.sup.status().restarts, 1);
+    assert.equal((await fetch(`${url}/health`)).status, 200);
+  });
+
+  test("a failed health check kills it and it restarts healthy", async () => {
+    const {h, url} = await serverChild();
+    await h.sup.start();
+    await fetch(`${url}/sick`);
+    await until("the restart after the failed check", () => h.sup.status().restarts === 1 && h.sup.status().state === "ready");
+    assert.match(h.sup.status().last_exit ?? "", /health check failed/);
+    assert.equal((await fetch(`${url}/health`)).status, 200);
   });
 });
 
