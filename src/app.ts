@@ -93,7 +93,7 @@ export async function createApp(config: Config, models: {main: ModelHandle; side
     engineUp: () => engine.status().up,
     build: {version: VERSION, engine: engine.info.version, model: main.identity.id},
     reservedTokens: () => engine.status().regions.filter((r) => r.state === "busy").reduce((n, r) => n + r.n_past, 0),
-    children: () => side?.children.list() ?? [],
+    children: () => [...main.children?.() ?? [], ...side?.children.list() ?? []],
   }));
   return {
     server,

@@ -15,7 +15,9 @@ import {resolveModel} from "./models/resolve.ts";
 import type {Logger} from "./observability/log.ts";
 import {HandleRegistry} from "./sessions/handles.ts";
 import {inspectFineTune} from "./side-models/fine-tune.ts";
-import {parseSideModels} from "./side-models/registry.ts";
+import {parseSideModels, type SideEntry} from "./side-models/registry.ts";
+import type {LlamaServerChild} from "./side-models/llama-server-child.ts";
+import {startVisionChild} from "./load-vision.ts";
 import {RUNNER_FACTORIES} from "./side-models/runners.ts";
 import {SideModels} from "./side-models/side-models.ts";
 import {ChatTemplate, TemplateRenderError, type NativeJinjaFactory} from "./templates/chat-template.ts";
@@ -124,7 +126,16 @@ export async function loadModels(config: Config, logger: Logger): Promise<Loaded
   const templateFile = config.chatTemplate ? readTemplateFile(config.chatTemplate) : null;
   const resolved = await resolveModel(config.model, {modelsDir: config.modelsDir, logger, progress: config.progress});
   logger.info("model ready", {path: resolved.path, sha256: resolved.sha256 ?? "not hashed (local path)"});
-  if (config.engine) return loadRemote(config, config.engine, resolved, templateFile, logger);
+  if (config.engine) return loadRemote(config, config.engine, resolved, templateFile, logger, sideEntries);
+  if (config.mmproj) {
+    const child = await startVisionChild(config, resolved.path, logger);
+    try {
+      return await loadRemote(config, [child.url], resolved, templateFile, logger, sideEntries, child);
+    } catch (err) {
+      await child.supervisor.stop();
+      throw err;
+    }
+  }
   const contextAsk = mainContextAsk(config.ctxSize);
   const identity = await stateIdentity(resolved.path, resolved.sha256, contextAsk.positions, config.flashAttention, config.engineBuild,
     config.threads ?? availableParallelism());
@@ -184,7 +195,7 @@ export async function loadModels(config: Config, logger: Logger): Promise<Loaded
  * holds the state (engine/remote/remote-sessions.ts); a restart with other replicas drops them.
  */
 async function loadRemote(config: Config, urls: string[], resolved: Awaited<ReturnType<typeof resolveModel>>, templateFile: TemplateFile | null,
-  logger: Logger): Promise<LoadedModels> {
+  logger: Logger, sideEntries: SideEntry[], child?: LlamaServerChild): Promise<LoadedModels> {
   let engine: RemoteEngine;
   try {
     engine = await RemoteEngine.load({urls, modelPath: resolved.path, routing: config.routing, promptPiece: config.promptPiece, logger});
@@ -195,7 +206,7 @@ async function loadRemote(config: Config, urls: string[], resolved: Awaited<Retu
   const template = loadChatTemplate({info: engine.info, native: nativeJinja(engine.vocabulary.llama), file: templateFile,
     modelPath: resolved.path, logger});
   const identity = {model: await modelIdentity(resolved.path, resolved.sha256), engine: "llama-server replica slots", replicas: urls.join(",")};
-  const main = buildModelHandle({
+  const handle = buildModelHandle({
     identity: {id: config.modelId, path: resolved.path, sha256: resolved.sha256, source: resolved.source},
     engine,
     template,
@@ -203,7 +214,27 @@ async function loadRemote(config: Config, urls: string[], resolved: Awaited<Retu
     pipeline: pipelineOptions(config),
     logger,
   });
-  return {main, side: null};
+  // svc's own llama-server (SVC_MMPROJ) is listed among the children and stopped after the engine.
+  const main: ModelHandle = !child ? handle : {...handle, children: () => [child.supervisor.status()],
+    close: async () => {
+      await handle.close();
+      await child.supervisor.stop();
+    }};
+  // Side models run on the vocabulary's llama.cpp instance (only with SVC_MMPROJ: SVC_ENGINE refuses them in config.ts).
+  const side = sideEntries.length === 0 ? null : await SideModels.load({
+    entries: sideEntries,
+    llama: engine.vocabulary.llama,
+    factories: RUNNER_FACTORIES,
+    inspectFineTune,
+    queueLimit: config.npuQueue,
+    queueTimeoutMs: config.queueTimeout * 1000,
+    mainBusy: () => engine.status().regions.some((r) => r.state === "busy"),
+    threads: config.threads ?? availableParallelism(),
+    modelsDir: config.modelsDir,
+    progress: config.progress,
+    logger,
+  });
+  return {main, side};
 }
 
 async function openSessions(config: Config, identity: StateIdentity, logger: Logger): Promise<HandleRegistry | null> {

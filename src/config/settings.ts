@@ -164,6 +164,19 @@ export const SETTINGS = {
       "the replica that holds the longest prefix of its prompt, polls each replica's `/health` and takes " +
       "dead ones out. An unreachable replica, or one whose tokenizer or chat template differs, stops the " +
       "start. Named sessions (`SVC_FORK`) stay on the replica that served them. See Remote engines."}),
+  mmproj: s<string | undefined>({name: "SVC_MMPROJ", shown: "unset (text only)", fallback: () => undefined,
+    parse: text({nonEmpty: true}),
+    rule: "must be a projector .gguf path, a file name in SVC_MODELS_DIR, hf:<owner>/<repo>/<file> or pypi:<package>==<version>#<path>",
+    doc: "The main model's vision projector (the `mmproj` GGUF published beside a vision model, e.g. Gemma 3 or " +
+      "Qwen2.5-VL): pictures are read in chat `image_url` parts, Messages image blocks and Responses `input_image` parts. " +
+      "The main model then runs in a llama-server child that svc starts, supervises and stops (node-llama-cpp has no " +
+      "multimodal support), through the remote engine; greedy output is not promised byte-identical to the in-process " +
+      "engine. `/props` and `/health` report `modalities`. See Pictures in the README."}),
+  llamaServer: s<string | undefined>({name: "SVC_LLAMA_SERVER", shown: "unset (built once from the bundled llama.cpp)", fallback: () => undefined,
+    parse: text({nonEmpty: true}), rule: "must be the path of a llama-server binary",
+    doc: "The llama-server binary svc runs as a child (with `SVC_MMPROJ`). Unset: built once from the llama.cpp source " +
+      "node-llama-cpp bundles into the directory above `SVC_MODELS_DIR` (several minutes on 2 cores; needs cmake and a " +
+      "C++ compiler), then reused."}),
   routing: s({name: "SVC_ROUTING", shown: "`prefix`", fallback: () => "prefix" as const, parse: oneOf("prefix", "round-robin"),
     rule: "must be prefix or round-robin",
     doc: "With `SVC_ENGINE`: `prefix` sends a request to the replica that holds the longest prefix " +
@@ -211,8 +224,10 @@ export const SETTINGS = {
     doc: "`max_tokens_cap`: a chat budget above it is refused with 400."}),
   maxTokensDefault: s({name: "SVC_MAX_TOKENS_DEFAULT", shown: "`0` (until the context is full)", fallback: () => 0, parse: int(0, 1 << 24),
     rule: "must be an integer from 0 to 16777216", doc: "Budget of a request that sets none; 0 means the room left in the region."}),
-  bodyLimitMb: s({name: "SVC_BODY_LIMIT_MB", shown: "`4`", fallback: () => 4, parse: num(0.01, 1024), rule: "must be a number of MiB from 0.01 to 1024",
-    doc: "Largest request body; larger bodies get 413."}),
+  bodyLimitMb: s({name: "SVC_BODY_LIMIT_MB", shown: "`4` (`50` with `SVC_MMPROJ`)", fallback: () => 4, parse: num(0.01, 1024),
+    rule: "must be a number of MiB from 0.01 to 1024",
+    doc: "Largest request body; larger bodies get 413. With `SVC_MMPROJ` the default is 50, room for pictures as base64 " +
+      "(OpenAI's own bound on a request's pictures)."}),
   headersTimeout: s({name: "SVC_HEADERS_TIMEOUT_S", shown: "`10`", fallback: () => 10, parse: num(0.1, 3600),
     rule: "must be a number of seconds from 0.1 to 3600",
     doc: "A client must send a request's headers within this many seconds of starting it, or the connection is " +

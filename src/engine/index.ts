@@ -5,7 +5,7 @@
 
 export * from "./engine.ts";
 export * from "./errors.ts";
-export {beyondTrainingWarning, describeRope, mainContextAsk} from "./context-plan.ts";
+export {beyondTrainingWarning, contextPositions, describeRope, mainContextAsk} from "./context-plan.ts";
 
 // Reusing stored KV: the prefix arithmetic (core/prefix.ts) and the engine's rule on top of it.
 export {commonPrefix, emptyMemory, exactLength, piecesFrom, planCuts, reusable, reusableByPieces} from "./kv/region-memory.ts";
@@ -16,6 +16,7 @@ export {DiskStore} from "./kv/disk-store.ts";
 export {newStateId, readManifest, removeState, statePath, verifyState, writeState} from "./kv/state-files.ts";
 export type {StateIdentity, StateManifest} from "./kv/state-files.ts";
 export {modelIdentity, stateIdentity} from "./llama/state-identity.ts";
+export {ggufTrainContext} from "./llama/gguf-context.ts";
 
 // The two engines.
 export {LlamaEngine} from "./llama/llama-engine.ts";

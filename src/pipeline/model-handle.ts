@@ -1,6 +1,7 @@
 // One generation model as the routes see it. Lives below the API so that side models that generate (small
 // generation) can build one without reaching up into the routes.
 
+import type {ChildStatus} from "../core/child-status.ts";
 import type {Engine} from "../engine/index.ts";
 import type {Logger} from "../observability/log.ts";
 import type {HandleRegistry} from "../sessions/handles.ts";
@@ -29,6 +30,8 @@ export interface ModelHandle {
   sessions: HandleRegistry | null;
   /** Finishes what replies already sent still owe (seals, keeps), then frees the model. */
   close(): Promise<void>;
+  /** The child processes the model runs in (its llama-server with SVC_MMPROJ), for /health and /metrics; absent: none. */
+  children?(): ChildStatus[];
 }
 
 

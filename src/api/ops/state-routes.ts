@@ -131,7 +131,7 @@ export function registerStateRoutes(app: FastifyInstance, deps: ServerDeps): voi
       uptime_s: Math.round((Date.now() - deps.startedAt.getTime()) / 1000),
       ...(deps.side ? {side_models: sideModelsHealth(deps.side)} : {}),
       // One entry per supervised child process (side-models/child-supervisor.ts); empty when none runs.
-      children: deps.side?.children.list() ?? [],
+      children: [...deps.main.children?.() ?? [], ...deps.side?.children.list() ?? []],
       limits: connectionLimits(app, deps),
     };
   });
@@ -161,7 +161,7 @@ export function registerStateRoutes(app: FastifyInstance, deps: ServerDeps): voi
     chat_template: template?.source ?? engine.info.chatTemplate ?? "",
     bos_token: engine.info.bosText,
     eos_token: engine.info.eosText,
-    modalities: {vision: false, audio: false},
+    modalities: {vision: engine.media?.vision === true, audio: false},
     build_info: `svc ${deps.version}; ${engine.info.version}`,
   }));
 

@@ -46,6 +46,8 @@ describe("defaults", () => {
       exactReuse: "auto",
       queueTimeout: 60,
       keepalive: 10,
+    llamaServer: undefined,
+    mmproj: undefined,
       maxTokensCap: 65536,
       maxTokensDefault: 0,
       bodyLimitMb: 4,
@@ -329,6 +331,19 @@ describe("errors", () => {
       "SVC_FOO: not a setting of this server (see the settings table in docs/operations.md)",
       "SVC_PORTS: not a setting of this server (see the settings table in docs/operations.md)",
     ]);
+  });
+});
+
+describe("pictures (SVC_MMPROJ)", () => {
+  test("a projector with SVC_ENGINE, or SVC_LLAMA_SERVER without a projector, stops the start naming both", () => {
+    assert.match(problemsOf({SVC_MMPROJ: "/p.gguf", SVC_ENGINE: "http://a:1"}).join("\n"), /SVC_MMPROJ .* cannot be used with SVC_ENGINE/);
+    assert.match(problemsOf({SVC_LLAMA_SERVER: "/bin/llama-server"}).join("\n"), /set SVC_MMPROJ too/);
+  });
+  test("the body limit's default grows to 50 MiB with a projector; a limit that was set stays", () => {
+    assert.equal(loadConfig({}).bodyLimitMb, 4);
+    assert.equal(loadConfig({SVC_MMPROJ: "/p.gguf"}).bodyLimitMb, 50);
+    assert.equal(loadConfig({SVC_MMPROJ: "/p.gguf", SVC_BODY_LIMIT_MB: "8"}).bodyLimitMb, 8);
+    assert.equal(loadConfig({SVC_MMPROJ: "~/p.gguf"}).mmproj, `${homedir()}/p.gguf`);
   });
 });
 
