@@ -18,10 +18,12 @@ export interface DecodeContext {
   /** Whether a strict tool can be enforced on the model the request is routed to, decided by that model's call syntax
    * (GenerationPipeline.strictEligibility); absent (unit tests): as JSON arguments of no particular syntax. */
   strictEligibility?: (parameters: unknown) => Eligibility;
+  /** The model reads pictures (its engine has a vision tower): picture parts are read, not refused. */
+  vision?: boolean;
 }
 
 /** `model`: the handle the request is routed to, whose call syntax decides which strict tools are enforced. */
 export function decodeContext(deps: Pick<ServerDeps, "config" | "logger" | "counters">, requestId: string, model: ModelHandle): DecodeContext {
   return {requestId, maxTokensCap: deps.config.maxTokensCap, strictTools: deps.config.strictTools, logger: deps.logger, counters: deps.counters,
-    strictEligibility: (parameters) => model.pipeline.strictEligibility(parameters)};
+    strictEligibility: (parameters) => model.pipeline.strictEligibility(parameters), vision: model.engine.media?.vision === true};
 }

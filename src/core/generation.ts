@@ -2,6 +2,7 @@
 // GenerationRequest and encodes GenerationEvents back into its wire format; nothing below the
 // dialects knows about HTTP bodies, and nothing above the pipeline knows about tokens.
 
+import type {MediaInput} from "./media.ts";
 import type {TemplateMessage} from "./messages.ts";
 
 export interface SamplingParams {
@@ -100,6 +101,11 @@ export interface GenerationRequest {
   reasoningBudget?: number | null;
   /** Tools offered on this request; null = none. */
   tools?: ToolsRequest | null;
+  /**
+   * Pictures, in the order of their markers in the messages' text (core/media.ts: mediaMarker(i) is `media[i]`);
+   * absent or empty: none. Only a chat prompt holds them.
+   */
+  media?: MediaInput[];
 }
 
 /** What the route and serveGeneration know about a request, beside what its body asked. */

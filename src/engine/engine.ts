@@ -2,6 +2,7 @@
 // sees messages, JSON bodies or HTTP.
 
 import type {SamplingParams} from "../core/generation.ts";
+import type {EngineMedia, PromptMedia} from "../core/media.ts";
 import type {RopeScaling} from "./context-plan.ts";
 import type {CacheReport, EnginePhases, RouteReason} from "../core/engine-report.ts";
 import type {CutPlan} from "./kv/region-memory.ts";
@@ -144,6 +145,8 @@ export interface DecodeJob {
   maxTokens: number;
   stopTokenIds: ReadonlySet<number>;
   signal: AbortSignal;
+  /** The pictures whose ids the prompt holds (core/media.ts), by id; only for an engine with `media`. */
+  media?: ReadonlyMap<number, PromptMedia>;
 }
 
 export type DecodeEnd = {reason: "stop_token"; token: number} | {reason: "length"} | {reason: "cancelled"};
@@ -226,6 +229,8 @@ export interface ReplicaStatus {
 
 export interface Engine {
   readonly info: EngineInfo;
+  /** Present when the engine reads pictures (llama-server replicas with a projector); absent: text only. */
+  readonly media?: EngineMedia;
   tokenize(text: string, opts: {special: boolean}): number[];
   detokenize(tokens: readonly number[], opts: {special: boolean; context?: readonly number[]}): string;
   /** Prepares a grammar for later jobs (compiles it in the engine, cached by key); throws if the engine refuses it. */

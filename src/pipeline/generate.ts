@@ -12,8 +12,10 @@ import type {SessionPort, SessionTicket} from "../sessions/session-port.ts";
 import type {Logger} from "../observability/log.ts";
 import {IncrementalDetokenizer, replyDetokenizer, visibleSpecialTokens} from "./detokenizer.ts";
 import type {TemplateMessage} from "../core/messages.ts";
+import type {PromptMedia} from "../core/media.ts";
 import {PastCalls} from "./past-calls.ts";
 import {buildPrompt, type BuiltPrompt} from "./prompt.ts";
+import {preparePictures} from "./pictures.ts";
 import {genericToolsPrompt} from "./reply/index.ts";
 import {ReplyShaper, type ReplyRecord} from "./reply-shaper.ts";
 import {callSyntaxOf, familyOf, planReply, type ReplyPlan} from "./reply-plan.ts";
@@ -65,6 +67,8 @@ export class GenerationRun implements AsyncIterable<GenerationEvent> {
     private readonly replyCuts: (reply: ReplyRecord, generated: readonly number[]) => number[] = () => [],
     /** Special tokens the family writes its syntax with, kept in the reply's text. */
     private readonly visibleSpecials: ReadonlySet<number> = new Set(),
+    /** The pictures the prompt holds, by id. */
+    private readonly media: ReadonlyMap<number, PromptMedia> = new Map(),
   ) {
     this.summary = {regionId: lease.regionId, promptTokens: promptTokens.length, finishReason: "error", stats: lease.stats};
   }
@@ -107,7 +111,7 @@ export class GenerationRun implements AsyncIterable<GenerationEvent> {
       ? new ReplySteering(this.plan.steering, {push: textView(detokenize), tokenize: (text) => engine.tokenize(text, {special: true})})
       : null;
     const run = lease.decode({prompt: this.promptTokens, plan: this.cutPlan, sampling: req.sampling, maxTokens: this.maxTokens,
-      stopTokenIds: stopIds, signal: this.transport.signal,
+      stopTokenIds: stopIds, signal: this.transport.signal, ...(this.media.size > 0 ? {media: this.media} : {}),
       logprobs: req.logprobs ?? undefined, grammar: (this.plan.grammar ?? steering?.initial) ?? undefined, steering: steering ?? undefined});
     const logprobs: TokenLogprob[] | null = req.logprobs ? [] : null;
     const detok = new IncrementalDetokenizer(detokenize);
@@ -204,7 +208,8 @@ export class GenerationPipeline {
   async start(req: GenerationRequest, transport: RequestTransport): Promise<GenerationRun> {
     // First, as when the decoders compiled it: a refused schema is the request's first 400.
     const answerGrammar = compileResponseFormat(req.responseFormat, this.opts.structured);
-    const prompt = this.prompt(req);
+    const media = await preparePictures(req, this.engine, transport.signal);
+    const prompt = this.prompt(req, media);
     const maxTokens = this.fitBudget(prompt.tokens.length, req.maxTokens, req.promptField);
     const plan = planReply(req, {template: this.template, promptText: prompt.text, budget: maxTokens, schemaEscape: this.opts.schemaEscape,
       maxToolCalls: this.opts.maxToolCalls,
@@ -228,7 +233,8 @@ export class GenerationPipeline {
       throw err;
     }
     return new GenerationRun(this.engine, lease, req, transport, prompt.tokens, maxTokens, plan, cutPlan, ticket,
-      (reply, generated) => this.replyCuts(req, prompt.tokens, reply, generated), req.prompt.kind === "chat" ? this.visibleSpecials : new Set());
+      (reply, generated) => this.replyCuts(req, prompt.tokens, reply, generated, media), req.prompt.kind === "chat" ? this.visibleSpecials : new Set(),
+      new Map(media.map((m) => [m.id, m])));
   }
 
   /**
@@ -237,7 +243,8 @@ export class GenerationPipeline {
    * will. Only where the rendering reproduces the generated tokens; a reply of plain text needs none (its
    * text starts where the prompt ended and ends where the reply does).
    */
-  private replyCuts(req: GenerationRequest, promptTokens: readonly number[], reply: ReplyRecord, generated: readonly number[]): number[] {
+  private replyCuts(req: GenerationRequest, promptTokens: readonly number[], reply: ReplyRecord, generated: readonly number[],
+    media: readonly PromptMedia[]): number[] {
     const spec = req.prompt;
     this.pastCalls.remember(reply, this.rememberTokens(generated));
     if (spec.kind !== "chat" || spec.continueFinalMessage || (reply.reasoning === "" && reply.calls.length === 0)) return [];
@@ -246,7 +253,7 @@ export class GenerationPipeline {
     if (reply.calls.length > 0) assistant.tool_calls = reply.calls.map((c) => ({id: c.id, type: "function", function: {name: c.name, arguments: c.args}}));
     let built: BuiltPrompt;
     try {
-      built = this.prompt({...req, prompt: {...spec, messages: [...spec.messages, assistant], addGenerationPrompt: false}});
+      built = this.prompt({...req, prompt: {...spec, messages: [...spec.messages, assistant], addGenerationPrompt: false}}, media);
     } catch {
       return [];
     }
@@ -283,24 +290,25 @@ export class GenerationPipeline {
     return strictEligibility(parameters, callSyntaxOf(this.template).syntax);
   }
 
-  countPromptTokens(req: GenerationRequest): number {
+  /** A picture counts its positions (asked of the engine), as in the request's `usage`. */
+  async countPromptTokens(req: GenerationRequest, signal?: AbortSignal): Promise<number> {
     // A request this pipeline would refuse for its schema is refused when counted too (as before the schema
     // was compiled here rather than in the decoders).
     compileResponseFormat(req.responseFormat, this.opts.structured);
-    return this.prompt(req).tokens.length;
+    return this.prompt(req, await preparePictures(req, this.engine, signal)).tokens.length;
   }
 
   /** The exact text the model would see for this request (POST /apply-template); null for a token prompt. */
-  promptText(req: GenerationRequest): string | null {
+  async promptText(req: GenerationRequest): Promise<string | null> {
     compileResponseFormat(req.responseFormat, this.opts.structured);
-    return this.prompt(req).text;
+    return this.prompt(req, await preparePictures(req, this.engine)).text;
   }
 
   /**
    * Templates with no tool support get the tools, and the generic call form, in a system message; earlier calls
    * the template would not show are written into their turns (past-calls.ts), with or without tools offered.
    */
-  private prompt(req: GenerationRequest): BuiltPrompt {
+  private prompt(req: GenerationRequest, media: readonly PromptMedia[]): BuiltPrompt {
     const spec = req.prompt;
     if (spec.kind !== "chat") return buildPrompt(spec, this.engine, this.template, req.promptField, this.replyTokens);
     const {syntax, generic} = callSyntaxOf(this.template);
@@ -312,9 +320,12 @@ export class GenerationPipeline {
     // The tools the template is given, from the decoded tools alone. tool_choice "none": the model is not told
     // about them (and a call it writes anyway is dropped).
     const tools = req.tools;
-    if (!tools || tools.choice.kind === "none") return buildPrompt({...spec, messages}, this.engine, this.template, req.promptField, this.replyTokens);
+    if (!tools || tools.choice.kind === "none") {
+      return buildPrompt({...spec, messages}, this.engine, this.template, req.promptField, this.replyTokens, undefined, media);
+    }
     if (!generic) {
-      return buildPrompt({...spec, messages}, this.engine, this.template, req.promptField, this.replyTokens, tools.tools.map((t) => t.templateEntry));
+      return buildPrompt({...spec, messages}, this.engine, this.template, req.promptField, this.replyTokens, tools.tools.map((t) => t.templateEntry),
+        media);
     }
     // A template without tools: they are written into the system message instead.
     const text = genericToolsPrompt(tools.tools, {parallel: tools.parallel});
@@ -322,7 +333,7 @@ export class GenerationPipeline {
     messages = first && first.role === "system"
       ? [{...first, content: `${first.content}\n\n${text}`}, ...rest]
       : [{role: "system" as const, content: text}, ...messages];
-    return buildPrompt({...spec, messages}, this.engine, this.template, req.promptField, this.replyTokens);
+    return buildPrompt({...spec, messages}, this.engine, this.template, req.promptField, this.replyTokens, undefined, media);
   }
 
   /**

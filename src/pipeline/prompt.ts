@@ -5,6 +5,7 @@
 
 import {invalidField, invalidRequest} from "../core/errors.ts";
 import type {PromptSpec} from "../core/generation.ts";
+import {splitAtMedia, type PromptMedia} from "../core/media.ts";
 import type {Engine} from "../engine/index.ts";
 import {TemplateRenderError, type ChatTemplate} from "../templates/chat-template.ts";
 
@@ -34,7 +35,7 @@ export interface BuiltPrompt {
  * state and resumes past the reply.
  */
 export function buildPrompt(spec: PromptSpec, engine: Engine, template: ChatTemplate | null, field: string,
-  replyTokens?: (text: string) => readonly number[] | undefined, tools?: unknown[]): BuiltPrompt {
+  replyTokens?: (text: string) => readonly number[] | undefined, tools?: unknown[], media: readonly PromptMedia[] = []): BuiltPrompt {
   switch (spec.kind) {
     case "tokens": {
       spec.tokens.forEach((t, i) => {
@@ -67,7 +68,7 @@ export function buildPrompt(spec: PromptSpec, engine: Engine, template: ChatTemp
       for (const seg of rendered.segments) {
         if (seg.fromClient) {
           const start = tokens.length;
-          tokens.push(...((afterHeader ? replyTokens?.(seg.text) : undefined) ?? engine.tokenize(seg.text, {special: false})));
+          tokens.push(...((afterHeader ? replyTokens?.(seg.text) : undefined) ?? clientTokens(engine, seg.text, media, field)));
           // A tool definition's strings are not where prompts depart from each other: no cut there.
           if (!seg.tool) boundaries.push(start, tokens.length);
           if (afterHeader && tokens.length > start) replySpans.push([start, tokens.length]);
@@ -83,6 +84,32 @@ export function buildPrompt(spec: PromptSpec, engine: Engine, template: ChatTemp
         replySpans: replySpans.map(([a, b]) => [a + shift, b + shift])};
     }
   }
+}
+
+/**
+ * A client text's tokens, each picture's marker in it replaced by the picture's run of positions. A prompt with
+ * pictures goes to the engine as text with control tokens parsed (engine/remote/remote-media.ts), so there a client
+ * text that spells a control token is refused rather than read as one.
+ */
+function clientTokens(engine: Engine, text: string, media: readonly PromptMedia[], field: string): number[] {
+  if (media.length === 0) return engine.tokenize(text, {special: false});
+  const out: number[] = [];
+  for (const part of splitAtMedia(text)) {
+    if (typeof part === "number") {
+      const picture = media[part];
+      if (!picture) throw new Error(`a message names picture ${part} of ${media.length}`);
+      for (let i = 0; i < picture.tokens; i++) out.push(picture.id);
+      continue;
+    }
+    const tokens = engine.tokenize(part, {special: false});
+    const parsed = engine.tokenize(part, {special: true});
+    if (parsed.length !== tokens.length || parsed.some((t, i) => t !== tokens[i])) {
+      throw invalidField(field, "holds text that spells one of the model's control tokens; on a request with a picture the engine reads " +
+        "such text as the control token itself, so it is refused (remove it, or send the request without the picture)");
+    }
+    out.push(...tokens);
+  }
+  return out;
 }
 
 /**

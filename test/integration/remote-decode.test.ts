@@ -74,6 +74,7 @@ function deps(over: Partial<RemoteDecodeDeps> = {}): RemoteDecodeDeps & {lostCal
     held: (tokens: readonly number[]) => {
       out.heldLog.push([...tokens]);
     },
+    prompt: (tokens: readonly number[]) => tokens,
     // A grammar state that never needs closing (the closing test brings its own).
     closer: async () => ({accept: () => undefined, due: false, choose: (c: readonly {id: number}[]) => c[0]!.id}),
     lostCalls: 0,

@@ -32,7 +32,8 @@ describe("inspectReplica", () => {
   test("a replica like the local model: slots, context, build and template hash", async () => {
     answers = good();
     const id = await inspectReplica(url, local);
-    assert.deepEqual({...id, templateSha256: id.templateSha256?.length}, {url, slots: 3, contextSize: 4096, build: "b1-x", templateSha256: 64, vocabSize: 100, params: 135});
+    assert.deepEqual({...id, templateSha256: id.templateSha256?.length}, {url, slots: 3, contextSize: 4096, build: "b1-x", templateSha256: 64, vocabSize: 100, params: 135,
+      modalities: {vision: false, audio: false}, mediaMarker: null});
   });
   test("another tokenization of the probe text is refused, naming the URL and both counts", async () => {
     answers = {...good(), tokens: (text) => local.tokenize(text).slice(1)};
@@ -55,7 +56,8 @@ describe("inspectReplica", () => {
 
 describe("checkSameModel", () => {
   const id = (over: Partial<ReplicaIdentity>): ReplicaIdentity =>
-    ({url: "http://a:1", slots: 2, contextSize: 2048, build: null, templateSha256: "aa", vocabSize: 100, params: 135, ...over});
+    ({url: "http://a:1", slots: 2, contextSize: 2048, build: null, templateSha256: "aa", vocabSize: 100, params: 135,
+      modalities: {vision: false, audio: false}, mediaMarker: null, ...over});
   test("same model and template pass; another parameter count or template is refused naming the replica", () => {
     checkSameModel([id({}), id({url: "http://b:2", slots: 4})]);
     assert.throws(() => checkSameModel([id({}), id({url: "http://b:2", params: 360})]), /http:\/\/b:2 serves another model than http:\/\/a:1 \(360 against 135 parameters\)/);

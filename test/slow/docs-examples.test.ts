@@ -21,7 +21,8 @@
 // DOCS_EXAMPLES_SHOW=1 prints each example's output.
 // Other marker directives: `audio: NAME.wav` writes spoken test audio (espeak-ng) under that name in the working
 // directory; `classifier: NAME` builds a small sentiment classifier (test/fixtures/classifier/build.ts) in a folder
-// of that name and serves it as an own fine-tune (SVC_NPU_MODELS). `skip: <reason>` marks a block that cannot run
+// of that name and serves it as an own fine-tune (SVC_NPU_MODELS); `picture: NAME.png` writes a small PNG under that
+// name and serves the test model with the test projector (SVC_MMPROJ), so the block's pictures are read. `skip: <reason>` marks a block that cannot run
 // here: it is reported as skipped with its reason and counted in the summary, never dropped silently. A shell block
 // that needs curl or jq on a machine without it is skipped the same way, naming the missing tool.
 
@@ -33,6 +34,8 @@ import {after, describe, test} from "node:test";
 import {ROOT, startServer, type RunningServer} from "../../support/server.ts";
 import {sharedServer} from "../../support/server-pool.ts";
 import {encodeWav, speak} from "../../support/speech-audio.ts";
+import {testModelPath} from "../../support/test-model.ts";
+import {testPng, testProjectorPath} from "../../support/test-projector.ts";
 import {buildSentimentClassifier} from "../fixtures/classifier/build.ts";
 import {docExamples, scriptModule, setupKey, shellScript, STATUS_LINE, toolsOf, type Example} from "./doc-examples.ts";
 
@@ -72,11 +75,14 @@ const ERROR_OBJECT = /"error"\s*:\s*\{/;
 /** A budget for requests that set none (see the header). */
 const BUDGET = {SVC_MAX_TOKENS_DEFAULT: "64"};
 const DEFAULT_SETUP = setupKey({settings: {}, classifiers: []});
+/** What a `picture:` directive writes: a small colour ramp, read by the test projector. */
+const PICTURE = testPng(64, 48, (x, y) => [x * 4, y * 5, 128]);
 const TIMEOUT_MS = 300_000;
 
 async function runExample(ex: Example, server: RunningServer, note: (line: string) => void): Promise<void> {
   const dir = join(work, ex.id.replace(/[^A-Za-z0-9]+/g, "-"));
   mkdirSync(dir, {recursive: true});
+  for (const name of ex.pictures) writeFileSync(join(dir, name), PICTURE);
   for (const name of ex.audio) {
     const audio = await speak("The quick brown fox jumps over the lazy dog.", {voice: "en-us", wpm: 150, wordPauses: true});
     writeFileSync(join(dir, name), encodeWav(audio, {bits: 16}));
@@ -115,6 +121,7 @@ async function serverFor(ex: Example): Promise<RunningServer> {
     }
     settings.SVC_NPU_MODELS = [settings.SVC_NPU_MODELS, ...dirs].filter(Boolean).join(",");
   }
+  if (ex.pictures.length > 0) settings.SVC_MMPROJ = await testProjectorPath(await testModelPath());
   return setupKey(ex) === DEFAULT_SETUP ? sharedServer(settings) : startServer(settings, 600_000);
 }
 

@@ -12,6 +12,8 @@ import type {Counters} from "../../observability/counters.ts";
 /** More tools than this on one request: every strict tool is served unenforced. */
 export const MAX_STRICT_TOOLS = 128;
 export {MAX_STRICT_PARAMETERS};
+/** Why strict tools are served unenforced on a request that holds a picture (the spec's Strict tools rule 5). */
+export const PICTURE_REASON = "the request holds a picture";
 
 export interface ToolInput {
   name: unknown;

@@ -22,7 +22,7 @@ export function registerApplyTemplateRoute(app: FastifyInstance, deps: ServerDep
       counters: newCounters(),
       strictEligibility: (parameters) => model.handle.pipeline.strictEligibility(parameters),
     };
-    return {prompt: promptOf(model.handle.pipeline.promptText(decodeChat(req.body, ctx, model).request))};
+    return {prompt: promptOf(await model.handle.pipeline.promptText(decodeChat(req.body, ctx, model).request))};
   });
 }
 

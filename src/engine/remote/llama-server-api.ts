@@ -13,6 +13,10 @@ export interface ReplicaProps {
   chat_template?: string;
   model_path?: string;
   build_info?: string;
+  /** With --mmproj: what the projector reads. */
+  modalities?: {vision?: boolean; audio?: boolean};
+  /** The text that stands for a picture in a multimodal prompt (random per start unless LLAMA_MEDIA_MARKER pins it). */
+  media_marker?: string;
 }
 
 export interface ReplicaModelMeta {
@@ -86,6 +90,14 @@ export const replicaApi = {
   async modelMeta(base: string): Promise<ReplicaModelMeta | null> {
     const list = await json<{data?: {meta?: ReplicaModelMeta}[]}>(base, "/v1/models");
     return list.data?.[0]?.meta ?? null;
+  },
+  /** Prompt positions of an Anthropic-style message list, as the replica counts them (pictures without encoding them). */
+  async countTokens(base: string, messages: unknown[], signal?: AbortSignal): Promise<number> {
+    const res = await call(base, "/v1/messages/count_tokens", {method: "POST", headers: {"content-type": "application/json"},
+      body: JSON.stringify({model: "svc", messages}), signal});
+    const text = await res.text();
+    if (!res.ok) throw new ReplicaRefusedError(`${base}/v1/messages/count_tokens: HTTP ${res.status} ${text.slice(0, 200)}`, res.status);
+    return (JSON.parse(text) as {input_tokens: number}).input_tokens;
   },
   async tokenize(base: string, content: string): Promise<number[]> {
     const out = await json<{tokens: number[]}>(base, "/tokenize", {content, add_special: false, parse_special: true});

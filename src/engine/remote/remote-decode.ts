@@ -33,6 +33,8 @@ export interface RemoteDecodeDeps {
   lost(err: ReplicaUnreachableError): void;
   /** What the slot holds after a remote request: its prompt and the tokens it generated. */
   held(tokens: readonly number[]): void;
+  /** A /completion body's `prompt` for these tokens: the ids, or text and pictures when they hold pictures (remote-media.ts). */
+  prompt(tokens: readonly number[], media: DecodeJob["media"]): unknown;
   /** svc's copy of a grammar's state, to close JSON as the budget ends (`budget`: tokens left for this binding). */
   closer(grammar: GrammarRef, budget: number): Promise<StepCloser>;
 }
@@ -114,7 +116,8 @@ export async function* remoteDecode(job: DecodeJob, deps: RemoteDecodeDeps, stat
       } else if (!segment.grammar) {
         closer = null;
       }
-      const body = {prompt, n_predict: job.maxTokens - segment.basis, cache_prompt: true, id_slot: target.slot, return_tokens: true,
+      const body = {prompt: deps.prompt(prompt, job.media), n_predict: job.maxTokens - segment.basis, cache_prompt: true, id_slot: target.slot,
+        return_tokens: true,
         return_progress: first, ...samplingBody(job), ...(segment.grammar ? {grammar: segment.grammar.gbnf} : {})};
       const source = segment.stepwise && closer ? closingStep(target, {...body, n_predict: 1, n_probs: CLOSING_CANDIDATES, grammar: undefined}, closer,
         controller.signal) : replicaApi.complete(target.url, body, controller.signal);

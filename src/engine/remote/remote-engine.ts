@@ -8,6 +8,7 @@ import type {DecodeStats, Engine, EngineInfo, EngineStatus, GrammarRef, RegionLe
 import {EngineBusyError} from "../errors.ts";
 import {classifyTokens, type TokenClasses} from "../json-closing.ts";
 import type {CacheReport, ReplicaCacheReport} from "../../core/engine-report.ts";
+import {isMediaToken, type PromptMedia} from "../../core/media.ts";
 import type {CutPlan} from "../kv/region-memory.ts";
 import {GrammarStore} from "../llama/grammar-constraint.ts";
 import {modelFacts} from "../llama/model-facts.ts";
@@ -19,6 +20,7 @@ import {RemoteCloser} from "./remote-closing.ts";
 import {RemoteLease, resumeOnSlot, routedStart, type LeaseRequest, type SessionPin, type SlotHost} from "./remote-lease.ts";
 import {readDescriptor} from "./remote-sessions.ts";
 import {checkSameModel, inspectReplica, type ReplicaIdentity} from "./remote-identity.ts";
+import {promptField, RemoteMedia} from "./remote-media.ts";
 import {emptyCacheReport, replicaReport, type ReplicaCounts} from "./remote-report.ts";
 import {chooseReplica, chooseSlot, type RoutingMode} from "./router.ts";
 import {TokenByteIndex} from "./token-gaps.ts";
@@ -60,6 +62,8 @@ const HEALTH_TIMEOUT_MS = 2_000;
 
 export class RemoteEngine implements Engine, SlotHost {
   readonly info: EngineInfo;
+  /** When every replica reads pictures (run with --mmproj). */
+  readonly media?: RemoteMedia;
   private readonly queue: RegionQueue;
   private readonly slots: Slot[] = [];
   private readonly replicas: Replica[];
@@ -107,6 +111,12 @@ export class RemoteEngine implements Engine, SlotHost {
             "and svc does not delete the slot files it writes there",
         ]},
     };
+    if (identities.every((i) => i.modalities.vision && i.mediaMarker !== null)) {
+      this.media = new RemoteMedia(true, identities.every((i) => i.modalities.audio),
+        () => this.replicas.map((r) => ({url: r.id.url, up: r.up, mediaMarker: r.id.mediaMarker})));
+      this.info.remote!.limits.push("a request with a picture is sent as text (llama-server reads pictures only in a text prompt), " +
+        "so client text that spells a control token is refused on it");
+    }
     this.poll = setInterval(() => void this.checkHealth(), opts.healthIntervalMs ?? 2_000);
     this.poll.unref();
   }
@@ -130,7 +140,9 @@ export class RemoteEngine implements Engine, SlotHost {
   }
 
   detokenize(tokens: readonly number[], opts: {special: boolean; context?: readonly number[]}): string {
-    return this.vocabulary.detokenize(tokens, opts.special, opts.context);
+    // A picture's positions have no text.
+    const text = (t: readonly number[] | undefined) => t?.some(isMediaToken) ? t.filter((x) => !isMediaToken(x)) : t;
+    return this.vocabulary.detokenize(text(tokens)!, opts.special, text(opts.context));
   }
 
   tokenBytes(token: number): Uint8Array {
@@ -279,6 +291,11 @@ export class RemoteEngine implements Engine, SlotHost {
       if (ok && !replica.up) {
         replica.up = true;
         this.opts.logger.info("engine replica is back", {url: replica.id.url});
+        // A restarted llama-server draws a new media marker unless it was pinned.
+        if (this.media) {
+          const props = await replicaApi.props(replica.id.url).catch(() => null);
+          if (props?.media_marker) replica.id = {...replica.id, mediaMarker: props.media_marker};
+        }
         // Its slots restarted empty: nothing held.
         for (let i = 0; i < replica.id.slots; i++) this.slots[replica.firstRegion + i]!.held = [];
         const parked = [...replica.parked];
@@ -329,9 +346,16 @@ export class RemoteEngine implements Engine, SlotHost {
       failover: (err: ReplicaUnreachableError) => lease.failover(err),
       lost: (err: ReplicaUnreachableError) => this.markDown(lease.regionId, err),
       held: (tokens: readonly number[]) => this.recordHeld(lease.regionId, tokens),
+      prompt: (tokens: readonly number[], media: ReadonlyMap<number, PromptMedia> | undefined) => promptField(tokens, media,
+        this.replicas[this.slots[lease.regionId]!.replica]!.id.mediaMarker, this.promptText),
       closer: async (grammar: GrammarRef, budget: number) => new RemoteCloser(this.vocabulary.llama, this.vocabulary.model,
         await this.grammars.get(grammar.gbnf, grammar.key), this.tokenClasses(), this.vocabulary.size, budget),
     };
+  }
+
+  private get promptText() {
+    return {detokenize: (tokens: readonly number[]) => this.vocabulary.detokenize(tokens, true),
+      autoBos: this.info.prependBos ? this.info.bosToken : null};
   }
 
   private classes: TokenClasses | null = null;

@@ -22,6 +22,10 @@ export interface ReplicaIdentity {
   templateSha256: string | null;
   vocabSize: number;
   params: number | null;
+  /** What its projector reads (--mmproj); both false without one. */
+  modalities: {vision: boolean; audio: boolean};
+  /** The text that stands for a picture in its prompts; null without a projector. */
+  mediaMarker: string | null;
 }
 
 export interface LocalModel {
@@ -53,7 +57,8 @@ export async function inspectReplica(url: string, local: LocalModel): Promise<Re
       "run the replicas on the GGUF SVC_MODEL names");
   }
   return {url, slots: props.total_slots, contextSize: props.default_generation_settings.n_ctx, build: props.build_info ?? null,
-    templateSha256: props.chat_template ? createHash("sha256").update(props.chat_template).digest("hex") : null, vocabSize, params: meta?.n_params ?? null};
+    templateSha256: props.chat_template ? createHash("sha256").update(props.chat_template).digest("hex") : null, vocabSize, params: meta?.n_params ?? null,
+    modalities: {vision: props.modalities?.vision === true, audio: props.modalities?.audio === true}, mediaMarker: props.media_marker ?? null};
 }
 
 /** Every replica serves the same model and template as the first; throws naming the one that does not. */

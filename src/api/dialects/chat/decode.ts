@@ -5,7 +5,8 @@ import type {GenerationRequest} from "../../../core/generation.ts";
 import type {TemplateMessage} from "../../../core/messages.ts";
 import {decodeSampling, decodeStops, resolveBudget} from "../../fields/common.ts";
 import {resolveLogprobs} from "../../fields/logprobs.ts";
-import {decodeTools, type ToolInput} from "../../fields/tools.ts";
+import {decodeTools, PICTURE_REASON, type ToolInput} from "../../fields/tools.ts";
+import {PictureCollector} from "../../fields/pictures.ts";
 import {parseBody} from "../../fields/validate.ts";
 import type {DecodeContext} from "../../decode-context.ts";
 import type {ServedModel} from "../../model-router.ts";
@@ -42,7 +43,17 @@ const MEDIA_PARTS: Record<string, string> = {
   file: "a file",
 };
 
-function flattenContent(m: ChatMessageBody, i: number): string {
+/** An image part's source string: `image_url: {url}` (OpenAI), or the string itself, also under `input_image`. */
+function pictureSource(part: Record<string, unknown>, field: string): {source: string; field: string} {
+  const key = part.type === "input_image" ? "image_url" : part.type as string;
+  const v = part[key];
+  if (typeof v === "string") return {source: v, field: `${field}.${key}`};
+  const url = typeof v === "object" && v !== null ? (v as {url?: unknown}).url : undefined;
+  if (typeof url !== "string") throw invalidField(`${field}.${key}.url`, "is required: a base64 data URL (data:image/png;base64,...) or bare base64");
+  return {source: url, field: `${field}.${key}.url`};
+}
+
+function flattenContent(m: ChatMessageBody, i: number, pictures: PictureCollector | null): string {
   const c = m.content;
   if (c === undefined || c === null) {
     if (m.role === "assistant") return "";
@@ -56,15 +67,19 @@ function flattenContent(m: ChatMessageBody, i: number): string {
       return text;
     }
     if (part.type === "refusal" && m.role === "assistant") return String((part as {refusal?: unknown}).refusal ?? "");
+    if (pictures && (part.type === "image_url" || part.type === "input_image") && m.role !== "assistant") {
+      const {source, field} = pictureSource(part as Record<string, unknown>, `messages[${i}].content[${j}]`);
+      return pictures.add(source, field);
+    }
     const what = Object.hasOwn(MEDIA_PARTS, part.type) ? MEDIA_PARTS[part.type] : undefined;
     if (what) throw invalidField(`messages[${i}].content[${j}]`, `${what} was sent but this server has no vision or audio tower loaded; send text only`);
     throw invalidField(`messages[${i}].content[${j}].type`, `"${part.type}" is not a content part type this server reads (use "text")`);
   }).join("");
 }
 
-function toTemplateMessages(messages: ChatMessageBody[]): TemplateMessage[] {
+function toTemplateMessages(messages: ChatMessageBody[], pictures: PictureCollector | null): TemplateMessage[] {
   return messages.map((m, i) => {
-    const out: TemplateMessage = {role: m.role, content: flattenContent(m, i)};
+    const out: TemplateMessage = {role: m.role, content: flattenContent(m, i, pictures)};
     if (m.name !== undefined) out.name = m.name;
     if (m.role === "assistant" && m.tool_calls && m.tool_calls.length > 0) {
       out.tool_calls = m.tool_calls.map((tc, j) => ({id: tc.id ?? `call_${i}_${j}`, type: "function", function: tc.function}));
@@ -98,9 +113,12 @@ export function decodeChat(raw: unknown, ctx: ChatDecodeContext, rules: ChatMode
   const responseFormat: GenerationRequest["responseFormat"] = !rf || rf.type === "text" ? null
     : rf.type === "json_object" ? {format: {kind: "json_object"}, field: "response_format"}
     : {format: {kind: "json_schema", schema: rf.json_schema.schema}, field: "response_format.json_schema.schema"};
+  const pictures = ctx.vision ? new PictureCollector() : null;
+  const messages = toTemplateMessages(body.messages, pictures);
+  const reasons = [...(logprobs ? ["the request asks for logprobs"] : []), ...(pictures?.media.length ? [PICTURE_REASON] : [])];
   const tools = decodeTools(toolInputs(body.tools), body.tool_choice, body.parallel_tool_calls, {choice: "tool_choice", parallel: "parallel_tool_calls"}, {
     strictEnabled: ctx.strictTools,
-    requestReasons: logprobs ? ["the request asks for logprobs"] : [],
+    requestReasons: reasons,
     logger: ctx.logger,
     counters: ctx.counters,
     requestId: ctx.requestId,
@@ -136,7 +154,7 @@ export function decodeChat(raw: unknown, ctx: ChatDecodeContext, rules: ChatMode
   const request: GenerationRequest = {
     prompt: {
       kind: "chat",
-      messages: toTemplateMessages(body.messages),
+      messages,
       addGenerationPrompt,
       continueFinalMessage: continueFinal,
       enableThinking,
@@ -152,6 +170,7 @@ export function decodeChat(raw: unknown, ctx: ChatDecodeContext, rules: ChatMode
     logprobs,
     responseFormat,
     tools,
+    ...(pictures?.media.length ? {media: pictures.media} : {}),
   };
   return {body, request, stream, includeUsage: stream && (body.stream_options?.include_usage ?? false)};
 }

@@ -27,7 +27,7 @@ async function generate(deps: ServerDeps, model: ServedModel, req: FastifyReques
   const abort = hangUpSignal(req, reply);
   const decoded = decodeChat(req.body, decodeContext(deps, id, model.handle), model);
   // Before the region is waited for, so an over-long prompt is a 400 naming the model's own limit.
-  model.checkPrompt?.(model.handle.pipeline.countPromptTokens(decoded.request));
+  if (model.checkPrompt) model.checkPrompt(await model.handle.pipeline.countPromptTokens(decoded.request));
   const who = {id, created: Math.floor(Date.now() / 1000), model: model.id};
   // The streaming guard, when asked for (refused with 400 here, before the reply starts); null otherwise.
   const watcher = model.guarded ? deps.watchers?.open(req, decoded.request, who) ?? null : null;

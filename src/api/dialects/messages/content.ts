@@ -8,6 +8,7 @@
 // messages), and each must answer a tool_use of the assistant turn right before it.
 
 import {invalidField} from "../../../core/errors.ts";
+import type {PictureCollector} from "../../fields/pictures.ts";
 import type {TemplateMessage, TemplateToolCall} from "../../../core/messages.ts";
 import type {ContentBlockBody, MessageBody, MessagesBody} from "./schema.ts";
 import {isOwnSignature, reasoningFromSignature} from "./signature.ts";
@@ -33,6 +34,19 @@ function refusedBlock(type: string, field: string): never {
     `"${type}" is not a content block type this server reads here (text, tool_use, tool_result, thinking, redacted_thinking)`);
 }
 
+/** An image block's marker text (base64 sources only: no URL is ever fetched). */
+function pictureOf(b: ContentBlockBody, field: string, pictures: PictureCollector): string {
+  const source = (b as {source?: unknown}).source;
+  if (typeof source !== "object" || source === null) throw invalidField(`${field}.source`, "is required: {type: \"base64\", media_type, data}");
+  const {type, data} = source as {type?: unknown; data?: unknown};
+  if (type !== "base64") {
+    throw invalidField(`${field}.source.type`,
+      `must be "base64" (got ${JSON.stringify(type)}): no URL or file is ever fetched; send the picture's bytes as base64`);
+  }
+  if (typeof data !== "string") throw invalidField(`${field}.source.data`, "is required: the picture as base64");
+  return pictures.add(data, `${field}.source.data`);
+}
+
 function textOf(b: ContentBlockBody, field: string): string {
   const text = (b as {text?: unknown}).text;
   if (typeof text !== "string") throw invalidField(`${field}.text`, "must be a string");
@@ -46,7 +60,7 @@ function stringField(b: ContentBlockBody, key: string, field: string): string {
 }
 
 /** The text of a tool_result: a string or text blocks; is_error is said in the text (templates have no flag for it). */
-function toolResultText(b: ContentBlockBody, field: string): string {
+function toolResultText(b: ContentBlockBody, field: string, pictures: PictureCollector | null): string {
   const raw = (b as {content?: unknown}).content;
   let text: string;
   if (raw === undefined || raw === null) text = "";
@@ -59,6 +73,7 @@ function toolResultText(b: ContentBlockBody, field: string): string {
       }
       const p = part as ContentBlockBody;
       if (p.type === "text") return textOf(p, f);
+      if (p.type === "image" && pictures) return pictureOf(p, f, pictures);
       return refusedBlock(p.type, f);
     }).join(JOIN);
   } else throw invalidField(`${field}.content`, "must be a string or an array of text blocks");
@@ -127,7 +142,7 @@ function assistantMessage(m: MessageBody, i: number, toolUseIds: Set<string>): T
 }
 
 /** A user (or system-in-messages) turn: text runs become user messages, tool results tool messages, in order. */
-function userMessages(m: MessageBody, i: number, answerable: ReadonlySet<string>): TemplateMessage[] {
+function userMessages(m: MessageBody, i: number, answerable: ReadonlySet<string>, pictures: PictureCollector | null): TemplateMessage[] {
   if (typeof m.content === "string") return [{role: "user", content: m.content}];
   const out: TemplateMessage[] = [];
   let texts: string[] = [];
@@ -142,6 +157,10 @@ function userMessages(m: MessageBody, i: number, answerable: ReadonlySet<string>
       case "text":
         texts.push(textOf(b, field));
         return;
+      case "image":
+        if (!pictures) return refusedBlock(b.type, field);
+        texts.push(pictureOf(b, field, pictures));
+        return;
       case "tool_result": {
         if (m.role !== "user") {
           throw invalidField(field, `tool results in the wrong place: a tool_result belongs in a user message (this is a ${m.role} message)`);
@@ -154,7 +173,7 @@ function userMessages(m: MessageBody, i: number, answerable: ReadonlySet<string>
         if (answered.has(id)) throw invalidField(`${field}.tool_use_id`, `"${id}" is answered twice in this message`);
         answered.add(id);
         flush();
-        out.push({role: "tool", content: toolResultText(b, field), tool_call_id: callIdOf(id)});
+        out.push({role: "tool", content: toolResultText(b, field, pictures), tool_call_id: callIdOf(id)});
         return;
       }
       case "tool_use":
@@ -183,7 +202,8 @@ export function systemText(system: MessagesBody["system"]): string | null {
   return typeof system === "string" ? system : system.filter((b) => !BILLING_LINE.test(b.text)).map((b) => b.text).join(JOIN);
 }
 
-export function decodeConversation(body: Pick<MessagesBody, "system" | "messages">): Conversation {
+/** `pictures`: where image blocks go when the model reads pictures; null: they are refused. */
+export function decodeConversation(body: Pick<MessagesBody, "system" | "messages">, pictures: PictureCollector | null = null): Conversation {
   const messages: TemplateMessage[] = [];
   const system = systemText(body.system);
   if (system) messages.push({role: "system", content: system});
@@ -194,7 +214,7 @@ export function decodeConversation(body: Pick<MessagesBody, "system" | "messages
       messages.push(assistantMessage(m, i, ids));
       toolUses = ids;
     } else {
-      messages.push(...userMessages(m, i, toolUses));
+      messages.push(...userMessages(m, i, toolUses, pictures));
       toolUses = new Set();
     }
   });

@@ -15,7 +15,8 @@ import type {IncomingHttpHeaders} from "node:http";
 import {invalidField, invalidRequest} from "../../../core/errors.ts";
 import type {GenerationRequest} from "../../../core/generation.ts";
 import {decodeSampling, decodeStops, resolveBudget} from "../../fields/common.ts";
-import {decodeTools, type ToolInput} from "../../fields/tools.ts";
+import {decodeTools, PICTURE_REASON, type ToolInput} from "../../fields/tools.ts";
+import {PictureCollector} from "../../fields/pictures.ts";
 import {parseBody} from "../../fields/validate.ts";
 import type {DecodeContext} from "../../decode-context.ts";
 import type {Logger} from "../../../observability/log.ts";
@@ -161,17 +162,18 @@ export function decodeMessages(raw: unknown, ctx: MessagesDecodeContext, mode: M
     ? {format: {kind: "json_schema", schema: format.schema}, field: body.output_config?.format ? "output_config.format.schema" : "output_format.schema"}
     : null;
 
+  const pictures = ctx.vision ? new PictureCollector() : null;
+  const conversation = decodeConversation(body, pictures);
   const inputs = splitTools(body, ctx);
   const {choice, parallel} = choiceOf(body, inputs);
   const tools = decodeTools(inputs, choice, parallel, {choice: "tool_choice", parallel: "tool_choice.disable_parallel_tool_use"}, {
     strictEnabled: ctx.strictTools,
-    requestReasons: [],
+    requestReasons: pictures?.media.length ? [PICTURE_REASON] : [],
     logger: ctx.logger,
     counters: ctx.counters,
     requestId: ctx.requestId,
     eligibility: ctx.strictEligibility,
   });
-  const conversation = decodeConversation(body);
   const stopSequences = decodeStops(body.stop_sequences);
 
   const request: GenerationRequest = {
@@ -194,6 +196,7 @@ export function decodeMessages(raw: unknown, ctx: MessagesDecodeContext, mode: M
     responseFormat,
     reasoningBudget: thinking.budget,
     tools,
+    ...(pictures?.media.length ? {media: pictures.media} : {}),
   };
   return {body, request, stream: mode === "create" && (body.stream ?? false), stopSequences, thinkingDisplay: thinking.display};
 }

@@ -47,7 +47,7 @@ export function registerMessagesRoutes(app: FastifyInstance, deps: ServerDeps): 
     const id = `count_${randomBytes(8).toString("hex")}`;
     reply.header("request-id", id);
     const decoded = decodeMessages(req.body, context(req, id, deps.main), "count");
-    return {input_tokens: deps.main.pipeline.countPromptTokens(decoded.request)};
+    return {input_tokens: await deps.main.pipeline.countPromptTokens(decoded.request)};
   };
 
   for (const prefix of ["/v1", ""]) {

@@ -4,8 +4,9 @@
 import {invalidField} from "../../../core/errors.ts";
 import type {GenerationRequest} from "../../../core/generation.ts";
 import {decodeSampling, resolveBudget} from "../../fields/common.ts";
-import {decodeTools} from "../../fields/tools.ts";
+import {decodeTools, PICTURE_REASON} from "../../fields/tools.ts";
 import {parseBody} from "../../fields/validate.ts";
+import {PictureCollector} from "../../fields/pictures.ts";
 import type {DecodeContext} from "../../decode-context.ts";
 import {convertInput} from "./input.ts";
 import {responsesRequestSchema, type ResponsesRequestBody} from "./schema.ts";
@@ -42,7 +43,8 @@ export function decodeResponses(raw: unknown, ctx: ResponsesDecodeContext): Deco
   }
   if (body.top_logprobs) throw invalidField("top_logprobs", "logprobs are not available on this route; use /v1/chat/completions with logprobs");
 
-  const {messages, hasHistory} = convertInput(body.input, body.instructions);
+  const pictures = ctx.vision ? new PictureCollector() : null;
+  const {messages, hasHistory} = convertInput(body.input, body.instructions, pictures);
   if (body.previous_response_id && !hasHistory) {
     throw invalidField("previous_response_id", `${NO_STORE} (input has no earlier assistant turn)`);
   }
@@ -54,7 +56,7 @@ export function decodeResponses(raw: unknown, ctx: ResponsesDecodeContext): Deco
   const rt = responsesTools(body.tools, body.tool_choice, {logger: ctx.logger, requestId: ctx.requestId});
   const decoded = decodeTools(rt.inputs, rt.choice, body.parallel_tool_calls, {choice: "tool_choice", parallel: "parallel_tool_calls"}, {
     strictEnabled: ctx.strictTools,
-    requestReasons: [],
+    requestReasons: pictures?.media.length ? [PICTURE_REASON] : [],
     logger: ctx.logger,
     counters: ctx.counters,
     requestId: ctx.requestId,
@@ -91,6 +93,7 @@ export function decodeResponses(raw: unknown, ctx: ResponsesDecodeContext): Deco
     logprobs: null,
     responseFormat: responseFormat(body),
     tools,
+    ...(pictures?.media.length ? {media: pictures.media} : {}),
   };
   const summary = (body.reasoning?.summary ?? body.reasoning?.generate_summary ?? null) !== null;
   return {body, request, stream, summary, namespaces: rt.namespaces};

@@ -4,6 +4,7 @@
 
 import {invalidField} from "../../../core/errors.ts";
 import type {TemplateMessage} from "../../../core/messages.ts";
+import type {PictureCollector} from "../../fields/pictures.ts";
 
 export interface ConvertedInput {
   messages: TemplateMessage[];
@@ -36,8 +37,17 @@ function refuseMedia(type: string, field: string): void {
   if (what) throw invalidField(field, `${what} was sent but this server has no vision tower loaded; send text only`);
 }
 
+/** An `input_image` part, read when the server has a vision tower: its marker text. */
+function pictureOf(part: Obj, field: string, pictures: PictureCollector | null): string | null {
+  if (part.type !== "input_image" || !pictures) return null;
+  if (part.file_id !== undefined && part.file_id !== null) {
+    throw invalidField(`${field}.file_id`, "points at an uploaded file, but this server has no file store; send the picture as image_url (a base64 data URL)");
+  }
+  return pictures.add(stringAt(part, "image_url", field), `${field}.image_url`);
+}
+
 /** A message's content: a string or text parts (output_text and refusal only on assistant turns). */
-function messageText(item: Obj, role: string, field: string): string {
+function messageText(item: Obj, role: string, field: string, pictures: PictureCollector | null): string {
   const c = item.content;
   if (typeof c === "string") return c;
   if (c === undefined || c === null) {
@@ -51,6 +61,8 @@ function messageText(item: Obj, role: string, field: string): string {
     const assistant = role === "assistant";
     if (part.type === "input_text" || (part.type === "output_text" && assistant)) return stringAt(part, "text", pf);
     if (part.type === "refusal" && assistant) return stringAt(part, "refusal", pf);
+    const picture = assistant ? null : pictureOf(part, pf, pictures);
+    if (picture !== null) return picture;
     refuseMedia(part.type, pf);
     const allowed = assistant ? "\"output_text\", \"input_text\" or \"refusal\"" : "\"input_text\"";
     throw invalidField(`${pf}.type`, `"${part.type}" is not a content part type this server reads in a ${role} message (use ${allowed})`);
@@ -58,7 +70,7 @@ function messageText(item: Obj, role: string, field: string): string {
 }
 
 /** A function_call_output's `output`: a string, or text parts (an image in it needs the vision tower). */
-function toolOutputText(item: Obj, field: string): string {
+function toolOutputText(item: Obj, field: string, pictures: PictureCollector | null): string {
   const out = item.output;
   if (typeof out === "string") return out;
   if (!Array.isArray(out)) {
@@ -69,12 +81,16 @@ function toolOutputText(item: Obj, field: string): string {
     const pf = `${field}.output[${j}]`;
     if (!isObj(part) || typeof part.type !== "string") throw invalidField(`${pf}.type`, "is required: an output part is {type: \"input_text\", text}");
     if (part.type === "input_text" || part.type === "output_text") return stringAt(part, "text", pf);
+    const picture = pictureOf(part, pf, pictures);
+    if (picture !== null) return picture;
     refuseMedia(part.type, pf);
     throw invalidField(`${pf}.type`, `"${part.type}" is not an output part type this server reads (use "input_text")`);
   }).join("");
 }
 
-export function convertInput(input: string | unknown[], instructions: string | null | undefined): ConvertedInput {
+/** `pictures`: where `input_image` parts go when the model reads pictures; null: they are refused. */
+export function convertInput(input: string | unknown[], instructions: string | null | undefined,
+  pictures: PictureCollector | null = null): ConvertedInput {
   // `instructions` and every system/developer turn, in order, become one system message at the start:
   // chat templates generally accept a system message only there.
   const system: string[] = instructions ? [instructions] : [];
@@ -94,7 +110,7 @@ export function convertInput(input: string | unknown[], instructions: string | n
           if (typeof role !== "string" || !INPUT_ROLES.has(role)) {
             throw invalidField(`${field}.role`, `must be one of "user", "assistant", "system", "developer"${role === undefined ? " (it is missing)" : ""}`);
           }
-          const text = messageText(item, role, field);
+          const text = messageText(item, role, field, pictures);
           if (role === "system" || role === "developer") {
             if (text) system.push(text);
           } else {
@@ -121,7 +137,7 @@ export function convertInput(input: string | unknown[], instructions: string | n
             throw invalidField(`${field}.call_id`,
               `"${callId}" matches no function_call item before it; there is no response store, so send the function_call item in input too`);
           }
-          messages.push({role: "tool", content: toolOutputText(item, field), tool_call_id: callId});
+          messages.push({role: "tool", content: toolOutputText(item, field, pictures), tool_call_id: callId});
           return;
         }
         case "reasoning":

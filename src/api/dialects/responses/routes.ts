@@ -34,7 +34,7 @@ export function registerResponsesRoutes(app: FastifyInstance, deps: ServerDeps):
   // The SDK's client.responses.inputTokens.count: the prompt this body would make, counted, not run.
   const countInputTokens = async (req: FastifyRequest) => {
     const decoded = decodeResponses(req.body, decodeContext(deps, newId("count"), deps.main));
-    return {object: "response.input_tokens", input_tokens: deps.main.pipeline.countPromptTokens(decoded.request)};
+    return {object: "response.input_tokens", input_tokens: await deps.main.pipeline.countPromptTokens(decoded.request)};
   };
 
   const noStore = (what: string) => async (req: FastifyRequest) => {
