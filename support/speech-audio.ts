@@ -3,7 +3,7 @@
 // from src/) speaks; @echogarden/wave-codec writes and reads WAV in every layout (8-bit unsigned, 16/24/32-bit
 // signed, 32/64-bit float, A-law; WAVE_FORMAT_EXTENSIBLE above 16 bits or 2 channels, as sox does); libsamplerate
 // (@alexanderolsen/libsamplerate-js, its C code compiled to wasm) resamples. None of it shares code with the server's
-// decoder (src/side-models/speech/wav.ts), so what the tests send checks that decoder from outside, as sox did.
+// decoder (src/media/wav.ts), so what the tests send checks that decoder from outside, as sox did.
 //
 // Audio is held as float channels in [-1, 1]; conversions follow sox's defaults: one channel to many copies it,
 // many to one averages them, integer output rounds without dither (sox -D).

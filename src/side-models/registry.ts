@@ -5,6 +5,7 @@
 
 import {DEFAULT_MAIN_MODEL_SPEC} from "../models/known-files.ts";
 import {DEFAULT_SPEECH_SPEC} from "./speech/model-source.ts";
+import {splitMultimodalSource} from "./embedding/multimodal-source.ts";
 
 export type SideKind =
   | "decider"           // decisions: chat route with a decider id, POST /v1/decide
@@ -58,8 +59,9 @@ export const SIDE_MODELS: Readonly<Record<string, Omit<SideModelDef, "id">>> = {
   // Both speech ids run Whisper base by default (the spec's sizes are not ours); `id=source` names a larger one.
   "nx3-asr-0.6b": {kind: "speech", source: DEFAULT_SPEECH_SPEC, format: "whisper"},
   "nx3-asr-1.7b": {kind: "speech", source: DEFAULT_SPEECH_SPEC, format: "whisper"},
-  "embeddingnx-2": {kind: "embedding", source: "", format: "multimodal",
-    unavailable: "embeddingnx-2 embeds pictures and sound in one space and needs its own vision and audio towers, which this build does not have"},
+  // Texts, pictures and sound in one space: no registry ships such weights, so the id takes its files from
+  // `embeddingnx-2=<model>+<projector>` (embedding/multimodal-runner.ts), and without them is refused at start.
+  "embeddingnx-2": {kind: "embedding", source: "", format: "multimodal"},
 };
 
 /** What SVC_NPU_MODELS starts when a user names the side models by the word `default`. */
@@ -109,6 +111,17 @@ export function parseSideModels(value: string | undefined): SideEntry[] {
     }
     if (source === "") throw new SideModelsSettingError(`SVC_NPU_MODELS: "${item}" names no source after "="`);
     if (known.unavailable) throw new SideModelsSettingError(`SVC_NPU_MODELS: ${known.unavailable}; leave it out`);
+    if (known.format === "multimodal") {
+      if (source === undefined) {
+        throw new SideModelsSettingError(`SVC_NPU_MODELS: ${id} has no default weights (none are published in a registry); ` +
+          `give them as ${id}=<model.gguf>+<mmproj.gguf>, each a path or model source as for SVC_MODEL`);
+      }
+      try {
+        splitMultimodalSource(id, source);
+      } catch (err) {
+        throw new SideModelsSettingError((err as Error).message);
+      }
+    }
     if (seen.has(id)) throw new SideModelsSettingError(`SVC_NPU_MODELS: "${id}" is named twice`);
     const otherSpeech = known.kind === "speech" ? out.find((e) => e.type === "id" && e.def.kind === "speech") : undefined;
     if (otherSpeech?.type === "id") {

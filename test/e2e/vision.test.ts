@@ -11,6 +11,7 @@ import sharp from "sharp";
 import {get, post, startServer, type OwnServer} from "../../support/server.ts";
 import {testModelPath} from "../../support/test-model.ts";
 import {TEST_PROJECTOR_IMAGE_TOKENS, testPng, testProjectorPath} from "../../support/test-projector.ts";
+import {collectErrors, launch} from "./browser.ts";
 
 let server: OwnServer;
 let openai: OpenAI;
@@ -182,6 +183,40 @@ describe("pictures on the main model (SVC_MMPROJ)", {concurrency: 1}, () => {
     assert.equal(after.state, "ready");
     assert.equal(after.restarts, before.restarts + 1);
     assert.notEqual(after.pid, before.pid);
+  });
+
+  test("the playground: a dropped and a pasted picture go with the message, and the reply counts them", async () => {
+    const browser = await launch();
+    try {
+      const page = await browser.newPage();
+      const errors = collectErrors(page);
+      await page.goto(server.url);
+      const file = async (name: string, png: Buffer) => page.evaluateHandle(([n, b64]) => {
+        const dt = new DataTransfer();
+        dt.items.add(new File([Uint8Array.from(atob(b64!), (c) => c.charCodeAt(0))], n!, {type: "image/png"}));
+        return dt;
+      }, [name, png.toString("base64")]);
+      await page.locator(".composer").dispatchEvent("drop", {dataTransfer: await file("ramp.png", RAMP)});
+      await page.getByTestId("attached-picture").first().waitFor();
+      // A paste as the browser delivers one (Playwright's dispatchEvent makes no ClipboardEvent).
+      await page.evaluate(([b64]) => {
+        const dt = new DataTransfer();
+        dt.items.add(new File([Uint8Array.from(atob(b64!), (c) => c.charCodeAt(0))], "rings.png", {type: "image/png"}));
+        document.querySelector("[data-testid=composer]")!.dispatchEvent(new ClipboardEvent("paste", {clipboardData: dt, bubbles: true, cancelable: true}));
+      }, [RINGS.toString("base64")]);
+      await page.getByTestId("attached-picture").nth(1).waitFor();
+      await page.getByTestId("composer").fill(QUESTION);
+      await page.getByTestId("composer").press("Enter");
+      await page.locator("[data-testid=assistant-msg]:last-child:not([data-state=streaming])").waitFor({timeout: 60_000});
+      assert.equal(await page.getByTestId("assistant-msg").last().getAttribute("data-state"), "done");
+      assert.equal(await page.locator("[data-testid=user-msg] img").count(), 2, "the sent message shows its pictures");
+      assert.equal(await page.getByTestId("attached-picture").count(), 0, "the composer is cleared");
+      const line = await server.waitForLog(/route=chat status=200 stream=true .*prompt=(\d+)/);
+      assert.ok(Number(/prompt=(\d+)/.exec(line)![1]) > 2 * TEST_PROJECTOR_IMAGE_TOKENS, line);
+      assert.deepEqual(errors, []);
+    } finally {
+      await browser.close();
+    }
   });
 
   test("a strict tool on a request with a picture is served unenforced and counted", async () => {

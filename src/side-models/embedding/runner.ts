@@ -14,6 +14,7 @@ import type {SideModelContext, SideRunner} from "../side-models.ts";
 import type {SideExecutor} from "../executor.ts";
 import {planPasses} from "./batch-plan.ts";
 import {BertModel} from "./bert-model.ts";
+import {MultimodalEmbeddingRunner} from "./multimodal-runner.ts";
 
 /** The instruction-aware query form of the Qwen3-embedding family the spec's ids stand for. */
 export const DEFAULT_QUERY_TASK = "Given a web search query, retrieve relevant passages that answer the query";
@@ -81,4 +82,5 @@ export class EmbeddingRunner implements SideRunner {
   }
 }
 
-export const createEmbeddingRunner = (def: SideModelDef, ctx: SideModelContext) => EmbeddingRunner.load(def, ctx);
+export const createEmbeddingRunner = (def: SideModelDef, ctx: SideModelContext): Promise<SideRunner> =>
+  def.format === "multimodal" ? MultimodalEmbeddingRunner.load(def, ctx) : EmbeddingRunner.load(def, ctx);

@@ -7,7 +7,7 @@
 import type {SideModelDef} from "../registry.ts";
 import type {SideModelContext, SideRunner} from "../side-models.ts";
 import {resolveSpeechModel, DEFAULT_SPEECH_NAME, DEFAULT_SPEECH_SPEC} from "./model-source.ts";
-import {splitWindows, TARGET_RATE} from "./wav.ts";
+import {splitWindows, TARGET_RATE} from "../../media/wav.ts";
 import {WhisperEngine, type WindowResult} from "./whisper-engine.ts";
 
 /** Whisper's window. */

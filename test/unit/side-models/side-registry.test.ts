@@ -73,9 +73,12 @@ describe("parseSideModels", () => {
     assert.match(refusal("nx3.5-2b="), /names no source after "="/);
   });
 
-  test("embeddingnx-2 is refused with the reason, also with a source of its own", () => {
-    assert.match(refusal("embeddingnx-2"), /embeddingnx-2 embeds pictures and sound.*leave it out/);
-    assert.match(refusal("nx3.5-2b,embeddingnx-2=/models/e.gguf"), /embeddingnx-2 .*leave it out/);
+  test("embeddingnx-2 needs its model and projector as id=<model>+<projector>; without them it is refused saying so", () => {
+    assert.match(refusal("embeddingnx-2"), /embeddingnx-2 has no default weights .*embeddingnx-2=<model\.gguf>\+<mmproj\.gguf>/);
+    assert.match(refusal("nx3.5-2b,embeddingnx-2=/models/e.gguf"), /needs its model and the projector .*got "\/models\/e\.gguf"/);
+    assert.match(refusal("embeddingnx-2=/models/e.gguf+"), /needs its model and the projector/);
+    assert.deepEqual(parseSideModels("embeddingnx-2=hf:o/r/m.gguf+/p/mmproj.gguf"),
+      [{type: "id", def: {id: "embeddingnx-2", kind: "embedding", source: "hf:o/r/m.gguf+/p/mmproj.gguf", format: "multimodal"}}]);
   });
 });
 

@@ -19,7 +19,7 @@ export interface Settings {
   system?: string; max_tokens?: string; temperature?: string; top_p?: string; top_k?: string; min_p?: string; seed?: string; effort?: string;
 }
 
-export function buildRequest(route: Route, history: {role: "user" | "assistant"; content: string}[], s: Settings,
+export function buildRequest(route: Route, history: {role: "user" | "assistant"; content: string; pictures?: string[]}[], s: Settings,
   schema: object | null, tools: object[] | null): Record<string, unknown>;
 export function emptyReply(): Reply;
 export function applyEvent(route: Route, reply: Reply, ev: {event: string; data: unknown}): void;

@@ -102,10 +102,23 @@ function toolsFor(route, tools) {
  * The body for one turn. `history` is [{role: "user" | "assistant", content}]; `schema` and `tools` are parsed
  * already (or null).
  */
+/** A user turn with pictures (data URLs) as the route writes content parts; text alone stays a string. */
+function contentOf(route, m) {
+  if (!m.pictures?.length) return m.content;
+  const text = m.content ? [route === "responses" ? {type: "input_text", text: m.content} : {type: "text", text: m.content}] : [];
+  const parts = m.pictures.map((url) => {
+    if (route === "chat") return {type: "image_url", image_url: {url}};
+    if (route === "responses") return {type: "input_image", image_url: url};
+    const [, mediaType, data] = /^data:([^;,]+);base64,(.*)$/s.exec(url) ?? [null, "image/png", ""];
+    return {type: "image", source: {type: "base64", media_type: mediaType, data}};
+  });
+  return [...parts, ...text];
+}
+
 export function buildRequest(route, history, s, schema, tools) {
   const budget = num(s.max_tokens);
   const effort = s.effort || undefined;
-  const msgs = history.map((m) => ({role: m.role, content: m.content}));
+  const msgs = history.map((m) => ({role: m.role, content: contentOf(route, m)}));
   if (route === "chat") {
     return {
       messages: s.system ? [{role: "system", content: s.system}, ...msgs] : msgs,

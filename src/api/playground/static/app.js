@@ -30,7 +30,7 @@ function KeyDialog({reason, onSave, onCancel}) {
 /** The text of earlier turns, as the next request's history (failed or empty replies are left out). */
 function historyOf(messages) {
   return messages.flatMap((m) => {
-    if (m.role === "user") return [{role: "user", content: m.content}];
+    if (m.role === "user") return [{role: "user", content: m.content, pictures: m.pictures}];
     return m.reply.text && m.state !== "error" ? [{role: "assistant", content: m.reply.text}] : [];
   });
 }
@@ -39,6 +39,8 @@ function App() {
   const [settings, setSettings] = useState(defaultSettings);
   const [messages, setMessages] = useState([]);
   const [input, setInput] = useState("");
+  // Pictures pasted or dropped on the composer, as data URLs, sent with the next message.
+  const [pictures, setPictures] = useState([]);
   const [busy, setBusy] = useState(false);
   const [notice, setNotice] = useState("");
   const [keyAsk, setKeyAsk] = useState(null);
@@ -78,9 +80,30 @@ function App() {
     return () => document.removeEventListener("keydown", onKey);
   }, []);
 
+  const attach = (files) => {
+    for (const file of files) {
+      if (!file.type.startsWith("image/")) continue;
+      const reader = new FileReader();
+      reader.onload = () => setPictures((p) => [...p, String(reader.result)]);
+      reader.readAsDataURL(file);
+    }
+  };
+  const onPaste = (e) => {
+    const files = [...(e.clipboardData?.files ?? [])];
+    if (files.some((f) => f.type.startsWith("image/"))) {
+      e.preventDefault();
+      attach(files);
+    }
+  };
+  const onDrop = (e) => {
+    e.preventDefault();
+    attach([...(e.dataTransfer?.files ?? [])]);
+  };
+
   const send = async () => {
     const text = input.trim();
-    if (!text || busy) return;
+    const attached = pictures;
+    if ((!text && attached.length === 0) || busy) return;
     let schema = null;
     let tools = null;
     try {
@@ -92,14 +115,14 @@ function App() {
     }
     setNotice("");
     const route = settings.route;
-    const body = buildRequest(route, [...historyOf(messages), {role: "user", content: text}], settings, schema, tools);
+    const body = buildRequest(route, [...historyOf(messages), {role: "user", content: text, pictures: attached}], settings, schema, tools);
     const headers = {};
     if (settings.keep) headers["X-Svc-Keep"] = settings.keep;
     if (settings.from) headers["X-Svc-From"] = settings.from;
     const before = messages;
     const reply = emptyReply();
     let state = "streaming";
-    const show = () => setMessages([...before, {role: "user", content: text},
+    const show = () => setMessages([...before, {role: "user", content: text, pictures: attached},
       {role: "assistant", route: ROUTES[route].label, state, schema, reply: {...reply, tools: {...reply.tools}}}]);
     // One render per animation frame, however fast tokens arrive.
     let queued = false;
@@ -113,6 +136,7 @@ function App() {
     };
     show();
     setInput("");
+    setPictures([]);
     setBusy(true);
     const ctrl = new AbortController();
     abortRef.current = ctrl;
@@ -128,6 +152,7 @@ function App() {
       if (e instanceof Unauthorized) {
         setMessages(before);
         setInput(text);
+        setPictures(attached);
         setKeyAsk(getKey() ? "The key was refused." : "This server needs an API key.");
         return;
       }
@@ -173,9 +198,12 @@ function App() {
           ${messages.map((m) => html`<${Message} m=${m} />`)}
         </div>
         ${notice ? html`<p class="error" data-testid="notice">${notice}</p>` : null}
-        <div class="composer">
-          <textarea data-testid="composer" rows="3" placeholder="Message (Enter sends, Shift+Enter new line, Esc stops)"
-            value=${input} onInput=${(e) => setInput(e.currentTarget.value)} onKeyDown=${onKeyDown}></textarea>
+        ${pictures.length ? html`<div class="pictures" data-testid="attached">${pictures.map((url, i) => html`<span class="picture">
+          <img src=${url} alt="attached picture" data-testid="attached-picture" />
+          <button title="remove" onClick=${() => setPictures(pictures.filter((_, j) => j !== i))}>×</button></span>`)}</div>` : null}
+        <div class="composer" onDragOver=${(e) => e.preventDefault()} onDrop=${onDrop}>
+          <textarea data-testid="composer" rows="3" placeholder="Message (Enter sends, Shift+Enter new line, Esc stops; paste or drop a picture)"
+            value=${input} onInput=${(e) => setInput(e.currentTarget.value)} onKeyDown=${onKeyDown} onPaste=${onPaste}></textarea>
           <div class="col">
             ${busy ? html`<button data-testid="stop" onClick=${() => abortRef.current?.abort()}>Stop</button>`
               : html`<button data-testid="send" onClick=${send}>Send</button>`}

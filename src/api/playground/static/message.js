@@ -44,7 +44,11 @@ function SchemaCheck({schema, text}) {
 }
 
 export function Message({m}) {
-  if (m.role === "user") return html`<div class="msg user" data-testid="user-msg"><div class="text">${m.content}</div></div>`;
+  if (m.role === "user") {
+    return html`<div class="msg user" data-testid="user-msg">
+      ${m.pictures?.length ? html`<div class="pictures">${m.pictures.map((url) => html`<img src=${url} alt="sent picture" />`)}</div>` : null}
+      <div class="text">${m.content}</div></div>`;
+  }
   const r = m.reply;
   const tools = Object.values(r.tools);
   const live = m.state === "streaming";

@@ -9,6 +9,8 @@ import type {EmbeddingRunner} from "../../../side-models/embedding/runner.ts";
 import type {ServerDeps} from "../../deps.ts";
 import {hangUpSignal} from "../../serve-generation.ts";
 import {decodeEmbeddings} from "./decode.ts";
+import {decodeMultimodal} from "./multimodal.ts";
+import {MultimodalEmbeddingRunner} from "../../../side-models/embedding/multimodal-runner.ts";
 
 /** The first `dims` values of a vector, scaled to unit length, as float32 (the wire precision). */
 export function truncateAndNormalize(vector: ArrayLike<number>, dims: number): Float32Array {
@@ -29,7 +31,9 @@ export function toBase64(v: Float32Array): string {
 export function registerEmbeddingsRoute(app: FastifyInstance, deps: ServerDeps, side: SideModels): void {
   const handler = async (req: FastifyRequest, reply: FastifyReply) => {
     const model = (req.body as {model?: unknown} | null)?.model;
-    const runner = side.pick<EmbeddingRunner>("embedding", model);
+    const picked = side.pick<EmbeddingRunner | MultimodalEmbeddingRunner>("embedding", model);
+    if (picked instanceof MultimodalEmbeddingRunner) return serveMultimodal(req, reply, picked);
+    const runner = picked;
     const request = decodeEmbeddings(req.body, runner.dimensions);
     const tokens = request.texts.map((t) => runner.tokenize(t));
     tokens.forEach((t, i) => {
@@ -58,6 +62,29 @@ export function registerEmbeddingsRoute(app: FastifyInstance, deps: ServerDeps, 
       }),
       model: runner.id,
       usage: {prompt_tokens: promptTokens, total_tokens: promptTokens},
+    };
+  };
+  /** embeddingnx-2: texts, pictures and clips mixed (multimodal.ts), one vector each, in order. */
+  const serveMultimodal = async (req: FastifyRequest, reply: FastifyReply, runner: MultimodalEmbeddingRunner) => {
+    const abort = hangUpSignal(req, reply);
+    const request = await decodeMultimodal(req.body, runner, abort.signal);
+    let out: Awaited<ReturnType<MultimodalEmbeddingRunner["embed"]>>;
+    try {
+      out = await runner.embed(request.inputs, abort.signal);
+    } catch (e) {
+      if (abort.signal.aborted && !(e instanceof ApiError)) {
+        throw new ApiError("client_closed", "the client closed the connection; the embedding was cancelled");
+      }
+      throw e;
+    }
+    return {
+      object: "list",
+      data: out.vectors.map((v, index) => {
+        const unit = truncateAndNormalize(v, request.dimensions);
+        return {object: "embedding", index, embedding: request.encoding === "base64" ? toBase64(unit) : Array.from(unit)};
+      }),
+      model: runner.id,
+      usage: {prompt_tokens: out.positions, total_tokens: out.positions},
     };
   };
   app.post("/v1/embeddings", handler);

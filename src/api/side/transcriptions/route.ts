@@ -8,7 +8,7 @@ import {ApiError, invalidField} from "../../../core/errors.ts";
 import type {SideModels} from "../../../side-models/side-models.ts";
 import {languageName, whisperLanguage} from "../../../side-models/speech/languages.ts";
 import type {SpeechRunner, Transcript} from "../../../side-models/speech/runner.ts";
-import {decodeWavMono16k, readWavInfo, WavError} from "../../../side-models/speech/wav.ts";
+import {decodeWavMono16k, readWavInfo, WavError} from "../../../media/wav.ts";
 import type {ServerDeps} from "../../deps.ts";
 import {hangUpSignal} from "../../serve-generation.ts";
 

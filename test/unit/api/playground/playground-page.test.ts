@@ -56,12 +56,32 @@ function encoder(route: Route): StreamEncoder {
 
 const ROUTES: Route[] = ["chat", "responses", "messages"];
 
+function decodeWithVision(route: Route, body: unknown) {
+  const c = {...ctx(), vision: true};
+  if (route === "chat") return decodeChat(body, c);
+  if (route === "responses") return decodeResponses(body, c);
+  return decodeMessages(body, c, "create");
+}
+
 describe("the page's requests", () => {
   for (const route of ROUTES) {
     test(`${route}: a body with every setting, a schema and tools is accepted by the route's decoder`, () => {
       const history = [{role: "user" as const, content: "Hi"}, {role: "assistant" as const, content: "Hello."}, {role: "user" as const, content: "Weather?"}];
       assert.doesNotThrow(() => decode(route, buildRequest(route, history, SETTINGS, SCHEMA, TOOLS)));
       assert.doesNotThrow(() => decode(route, buildRequest(route, history, {}, null, null)));
+    });
+  }
+});
+
+describe("the page's pictures", () => {
+  const PNG = "data:image/png;base64,iVBORw0KGgo=";
+  for (const route of ROUTES) {
+    test(`${route}: a pasted or dropped picture goes as the route's picture part, which its decoder reads with a vision tower`, () => {
+      const history = [{role: "user" as const, content: "What is this?", pictures: [PNG]}];
+      const {request} = decodeWithVision(route, buildRequest(route, history, {}, null, null));
+      assert.equal(request.media?.length, 1);
+      assert.deepEqual([...request.media![0]!.bytes], [...Buffer.from("iVBORw0KGgo=", "base64")]);
+      assert.match(JSON.stringify(request.prompt), /What is this\?/);
     });
   }
 });

@@ -7,7 +7,7 @@ import {mkdtempSync, readFileSync, rmSync, writeFileSync} from "node:fs";
 import {tmpdir} from "node:os";
 import {join} from "node:path";
 import {after, describe, test} from "node:test";
-import {decodeWavMono16k, readWavInfo, splitWindows, toPcm16, WavError} from "../../../../src/side-models/speech/wav.ts";
+import {decodeWavMono16k, readWavInfo, splitWindows, toPcm16, WavError} from "../../../../src/media/wav.ts";
 import {decodeWav, duration, encodeWav, frames, silence, sine, type Audio, type Layout, type SampleEncoding} from "../../../../support/speech-audio.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "speech-wav-"));

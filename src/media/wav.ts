@@ -323,3 +323,25 @@ export function splitWindows(samples: Float32Array, rate: number, maxS = 30): Ar
   windows.push({start, end: n});
   return windows;
 }
+
+/** A canonical WAV file of mono 16-bit PCM at `rate` (what a child engine is given, whatever the client sent). */
+export function encodeWavPcm16(samples: Float32Array, rate = TARGET_RATE): Uint8Array {
+  const data = new Uint8Array(toPcm16(samples));
+  const out = new Uint8Array(44 + data.length);
+  const dv = new DataView(out.buffer);
+  const text = (at: number, s: string) => [...s].forEach((ch, i) => (out[at + i] = ch.charCodeAt(0)));
+  text(0, "RIFF");
+  dv.setUint32(4, 36 + data.length, true);
+  text(8, "WAVEfmt ");
+  dv.setUint32(16, 16, true);
+  dv.setUint16(20, 1, true); // PCM
+  dv.setUint16(22, 1, true); // mono
+  dv.setUint32(24, rate, true);
+  dv.setUint32(28, rate * 2, true);
+  dv.setUint16(32, 2, true);
+  dv.setUint16(34, 16, true);
+  text(36, "data");
+  dv.setUint32(40, data.length, true);
+  out.set(data, 44);
+  return out;
+}
