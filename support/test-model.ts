@@ -18,6 +18,10 @@
 // would; every other token, the end-of-turn and end-of-text tokens included, is pushed far down. So free text is
 // a context-dependent run of words that never ends on its own (a reply runs to its budget or a stop string), and
 // under a grammar the model still writes short, valid JSON, which ends when the value closes.
+//
+// The test embedding model (testEmbeddingModelPath) is the same recipe at width 768, for the multimodal embedding
+// side model's tests: its pooled hidden states are 768 wide, as the real model's are, and the test projector (with
+// its audio tower) projects pictures and sounds to that width.
 
 import {mkdir, rename, rm} from "node:fs/promises";
 import {existsSync} from "node:fs";
@@ -31,7 +35,26 @@ import {createLogger} from "../src/observability/log.ts";
 /** Bump when the recipe below changes, so cached files of an older recipe are not reused. */
 const RECIPE_VERSION = 1;
 
+/** A test model's shape: every width must be a multiple of 32 (the Q4_1 and Q8_0 blocks), heads * headSize any width. */
+export interface TestModelShape {
+  layers: number;
+  width: number;
+  heads: number;
+  kvHeads: number;
+  headSize: number;
+  ff: number;
+  contextLength: number;
+  ropeBase: number;
+}
+
 export const TEST_MODEL_SHAPE = {layers: 2, width: 128, heads: 2, kvHeads: 1, headSize: 64, ff: 384, contextLength: 8192, ropeBase: 100_000} as const;
+
+/**
+ * The test embedding model's shape: the same recipe at width 768 (the multimodal embedding side model's width), twelve
+ * heads of 64 sharing four KV heads, an FFN of 1,024, still two layers. About 85 MB, most of it the two 49,152-row
+ * token matrices in Q8_0.
+ */
+export const TEST_EMBEDDING_MODEL_SHAPE = {layers: 2, width: 768, heads: 12, kvHeads: 4, headSize: 64, ff: 1024, contextLength: 8192, ropeBase: 100_000} as const;
 
 /** The bias dimension's value in every embedding, and each token class's output weight on it (see the top of the file). */
 const BIAS_INPUT = 4.25;
@@ -50,26 +73,44 @@ export function tokenClass(text: string, type: number): TokenClass {
   return "other";
 }
 
-let built: Promise<string> | undefined;
+const built = new Map<string, Promise<string>>();
 
 /** The test model's path, written on first use (once per process; concurrent processes each write a temp file and rename). */
 export function testModelPath(modelsDir = defaultModelsDir()): Promise<string> {
-  built ??= (async () => {
-    const dir = join(modelsDir, "test-model");
-    const path = join(dir, `svc-test-model-v${RECIPE_VERSION}.gguf`);
-    if (existsSync(path)) return path;
-    await mkdir(dir, {recursive: true});
-    const source = await resolveModel(DEFAULT_MAIN_MODEL_SPEC, {modelsDir, logger: createLogger("warn"), progress: "lines"});
-    const tmp = `${path}.${process.pid}.tmp`;
-    try {
-      await writeTestModel(tmp, source.path);
-      await rename(tmp, path);
-    } finally {
-      await rm(tmp, {force: true});
-    }
-    return path;
-  })();
-  return built;
+  return cachedModel(modelsDir, `svc-test-model-v${RECIPE_VERSION}.gguf`, TEST_MODEL_SHAPE, `svc test model v${RECIPE_VERSION}`);
+}
+
+/**
+ * The test embedding model's path (TEST_EMBEDDING_MODEL_SHAPE: the test model's recipe, tokenizer and template at
+ * width 768), written on first use beside the test model; the file name carries the recipe's version and the width.
+ */
+export function testEmbeddingModelPath(modelsDir = defaultModelsDir()): Promise<string> {
+  const {width} = TEST_EMBEDDING_MODEL_SHAPE;
+  return cachedModel(modelsDir, `svc-test-embedding-model-v${RECIPE_VERSION}-w${width}.gguf`, TEST_EMBEDDING_MODEL_SHAPE,
+    `svc test embedding model v${RECIPE_VERSION} w${width}`);
+}
+
+function cachedModel(modelsDir: string, file: string, shape: TestModelShape, name: string): Promise<string> {
+  const dir = join(modelsDir, "test-model");
+  const path = join(dir, file);
+  let p = built.get(path);
+  if (!p) {
+    p = (async () => {
+      if (existsSync(path)) return path;
+      await mkdir(dir, {recursive: true});
+      const source = await resolveModel(DEFAULT_MAIN_MODEL_SPEC, {modelsDir, logger: createLogger("warn"), progress: "lines"});
+      const tmp = `${path}.${process.pid}.tmp`;
+      try {
+        await writeTestModel(tmp, source.path, shape, name);
+        await rename(tmp, path);
+      } finally {
+        await rm(tmp, {force: true});
+      }
+      return path;
+    })();
+    built.set(path, p);
+  }
+  return p;
 }
 
 /** A seeded Gaussian source (mulberry32 and Box-Muller): the same weights on every machine (the test projector uses it too). */
@@ -101,15 +142,19 @@ function matrix(next: () => number, inputs: number, outputs: number, scale: numb
   return m;
 }
 
-/** Writes the test model to `path`, with the tokenizer and chat template of the GGUF at `sourcePath`. */
-export async function writeTestModel(path: string, sourcePath: string): Promise<void> {
+/**
+ * Writes a test model of `shape` (default: the test model's) to `path`, with the tokenizer and chat template of the
+ * GGUF at `sourcePath`; `name` is its general.name.
+ */
+export async function writeTestModel(path: string, sourcePath: string, shape: TestModelShape = TEST_MODEL_SHAPE,
+  name = `svc test model v${RECIPE_VERSION}`): Promise<void> {
   const {metadata: source} = await readGgufMetadata(sourcePath);
   const copied: GgufMetadata = new Map();
   for (const [key, value] of source) if (key.startsWith("tokenizer.")) copied.set(key, value);
   const tokens = copied.get("tokenizer.ggml.tokens")?.value as string[] | undefined;
   const types = copied.get("tokenizer.ggml.token_type")?.value as number[] | undefined;
   if (!tokens || !types || !copied.has("tokenizer.chat_template")) throw new Error(`${sourcePath} has no tokenizer or chat template to copy`);
-  const {layers, width, heads, kvHeads, headSize, ff} = TEST_MODEL_SHAPE;
+  const {layers, width, heads, kvHeads, headSize, ff} = shape;
   const vocab = tokens.length;
   const next = gaussian(0x5eed);
 
@@ -148,16 +193,16 @@ export async function writeTestModel(path: string, sourcePath: string): Promise<
   }
   const metadata: GgufMetadata = new Map([
     ["general.architecture", gv.str("llama")],
-    ["general.name", gv.str(`svc test model v${RECIPE_VERSION}`)],
+    ["general.name", gv.str(name)],
     ["general.file_type", gv.u32(3)], // mostly Q4_1, as the default model
-    ["llama.context_length", gv.u32(TEST_MODEL_SHAPE.contextLength)],
+    ["llama.context_length", gv.u32(shape.contextLength)],
     ["llama.embedding_length", gv.u32(width)],
     ["llama.block_count", gv.u32(layers)],
     ["llama.feed_forward_length", gv.u32(ff)],
     ["llama.attention.head_count", gv.u32(heads)],
     ["llama.attention.head_count_kv", gv.u32(kvHeads)],
     ["llama.rope.dimension_count", gv.u32(headSize)],
-    ["llama.rope.freq_base", gv.f32(TEST_MODEL_SHAPE.ropeBase)],
+    ["llama.rope.freq_base", gv.f32(shape.ropeBase)],
     ["llama.attention.layer_norm_rms_epsilon", gv.f32(1e-5)],
     ["llama.vocab_size", {type: GgufType.UINT32, value: vocab}],
     ...copied,

@@ -22,6 +22,10 @@
 // clip.vision.projector.scale_factor is optional for gemma3 (default 4) and written so the file states its pooling.
 // The FFN must not be as wide as the tower: for gemma3 the loader swaps ffn_up and ffn_down when ffn_down's rows
 // are the tower's width (a fix for old conversions), so FFN 128 keeps the names meaning what they say.
+//
+// With {audio: true} the file also holds an audio tower (support/test-projector-audio.ts: a Whisper-style encoder
+// with the qwen2a projector, 750 embeddings per 30 s of sound), so one mmproj gives the text model both pictures and
+// sounds; the vision tower is the same, byte for byte, and the file has its own name ("-av-").
 
 import {mkdir, rename, rm} from "node:fs/promises";
 import {existsSync} from "node:fs";
@@ -30,6 +34,7 @@ import {deflateSync} from "node:zlib";
 import {defaultModelsDir} from "../src/models/resolve.ts";
 import {GgufType, gv, readGgufMetadata, writeGguf, type GgufMetadata, type GgufTensor} from "../src/models/gguf-writer.ts";
 import {gaussian} from "./test-model.ts";
+import {audioTowerMetadata, audioTowerTensors} from "./test-projector-audio.ts";
 
 /** Bump when the recipe below changes, so cached files of an older recipe are not reused. */
 const RECIPE_VERSION = 1;
@@ -42,6 +47,8 @@ export const TEST_PROJECTOR_IMAGE_TOKENS = (TEST_PROJECTOR_SHAPE.imageSize / TES
 export interface TestProjectorOptions {
   /** Where the models live (default: the server's models directory); the file goes into its test-model folder. */
   modelsDir?: string;
+  /** Also an audio tower (qwen2a), in a file of its own name; default false (vision only). */
+  audio?: boolean;
 }
 
 const built = new Map<string, Promise<string>>();
@@ -53,17 +60,18 @@ const built = new Map<string, Promise<string>>();
  */
 export function testProjectorPath(textModelPath: string, opts: TestProjectorOptions = {}): Promise<string> {
   const dir = join(opts.modelsDir ?? defaultModelsDir(), "test-model");
-  const key = `${dir}\0${textModelPath}`;
+  const audio = opts.audio ?? false;
+  const key = `${dir}\0${textModelPath}\0${audio}`;
   let p = built.get(key);
   if (!p) {
     p = (async () => {
       const textWidth = await embeddingWidth(textModelPath);
-      const path = join(dir, `svc-test-projector-v${RECIPE_VERSION}-w${textWidth}.gguf`);
+      const path = join(dir, `svc-test-projector-${audio ? "av-" : ""}v${RECIPE_VERSION}-w${textWidth}.gguf`);
       if (existsSync(path)) return path;
       await mkdir(dir, {recursive: true});
       const tmp = `${path}.${process.pid}.tmp`;
       try {
-        await writeTestProjector(tmp, textWidth);
+        await writeTestProjector(tmp, textWidth, {audio});
         await rename(tmp, path);
       } finally {
         await rm(tmp, {force: true});
@@ -94,8 +102,11 @@ function normal(next: () => number, count: number, scale: number): Float32Array 
 
 const f32s = (values: number[]) => ({type: GgufType.ARRAY, itemType: GgufType.FLOAT32, value: values}) as const;
 
-/** Writes the test projector to `path`, projecting to `textWidth` (the text model's embedding width). */
-export async function writeTestProjector(path: string, textWidth: number): Promise<void> {
+/**
+ * Writes the test projector to `path`, projecting to `textWidth` (the text model's embedding width); with `audio`,
+ * the audio tower too.
+ */
+export async function writeTestProjector(path: string, textWidth: number, opts: {audio?: boolean} = {}): Promise<void> {
   const {layers, width, heads, ff, imageSize, patchSize, pool, eps} = TEST_PROJECTOR_SHAPE;
   const patches = (imageSize / patchSize) ** 2;
   const next = gaussian(0xc11b);
@@ -143,9 +154,10 @@ export async function writeTestProjector(path: string, textWidth: number): Promi
   );
   const metadata: GgufMetadata = new Map([
     ["general.architecture", gv.str("clip")],
-    ["general.name", gv.str(`svc test projector v${RECIPE_VERSION}`)],
+    ["general.name", gv.str(`svc test projector${opts.audio ? " (vision and audio)" : ""} v${RECIPE_VERSION}`)],
     ["general.file_type", gv.u32(0)], // all F32
-    ["clip.projector_type", gv.str("gemma3")],
+    // The shared key would name the audio tower's type too; a file with both towers names each tower's.
+    [opts.audio ? "clip.vision.projector_type" : "clip.projector_type", gv.str("gemma3")],
     ["clip.has_vision_encoder", gv.bool(true)],
     ["clip.use_gelu", gv.bool(true)], // SigLIP's activation; without the key mtmd would use quick GELU
     ["clip.vision.image_size", gv.u32(imageSize)],
@@ -160,6 +172,10 @@ export async function writeTestProjector(path: string, textWidth: number): Promi
     ["clip.vision.image_std", f32s([0.5, 0.5, 0.5])],
     ["clip.vision.projector.scale_factor", gv.u32(pool)],
   ]);
+  if (opts.audio) {
+    for (const [key, value] of audioTowerMetadata(textWidth)) metadata.set(key, value);
+    tensors.push(...audioTowerTensors(textWidth));
+  }
   await writeGguf(path, metadata, tensors);
 }
 
