@@ -25,8 +25,11 @@ export interface Example {
   audio: string[];
   /** Sentiment classifier folders the server serves as own fine-tunes (`classifier:`), by folder name. */
   classifiers: string[];
-  /** PNG pictures the block reads, made in its working directory (`picture:`); the server then reads pictures (SVC_MMPROJ). */
+  /** PNG pictures the block reads, made in its working directory (`picture:`). */
   pictures: string[];
+  /** Servers the block needs beyond settings: `vision` (the main model reads pictures: SVC_MMPROJ with the test projector),
+   * `embedder` (embeddingnx-2 on the generated test embedding model and its projector). */
+  needs: ("vision" | "embedder")[];
 }
 
 const SHELL = new Set(["sh", "bash", "shell"]);
@@ -50,10 +53,11 @@ function applyMarker(ex: Example, body: string): void {
     if ((m = /^audio:\s*(\S+)$/.exec(raw))) ex.audio.push(m[1]!);
     else if ((m = /^classifier:\s*(\S+)$/.exec(raw))) ex.classifiers.push(m[1]!);
     else if ((m = /^picture:\s*(\S+\.png)$/.exec(raw))) ex.pictures.push(m[1]!);
+    else if (raw === "vision" || raw === "embedder") ex.needs.push(raw);
     else {
       for (const word of raw.split(/\s+/)) {
         const kv = /^(SVC_[A-Z0-9_]+)=(\S*)$/.exec(word);
-        if (!kv) throw new Error(`${ex.id}: marker directive "${raw}" is not skip:, audio:, classifier:, picture: or SVC_NAME=value`);
+        if (!kv) throw new Error(`${ex.id}: marker directive "${raw}" is not skip:, audio:, classifier:, picture:, vision, embedder or SVC_NAME=value`);
         ex.settings[kv[1]!] = kv[2]!;
       }
     }
@@ -95,7 +99,7 @@ export function examplesOf(page: string, text: string): Example[] {
       i = end;
       continue;
     }
-    const ex: Example = {id, page, line: i + 1, lang: SHELL.has(lang) ? "sh" : "js", code: "", settings: {}, skip: null, audio: [], classifiers: [], pictures: []};
+    const ex: Example = {id, page, line: i + 1, lang: SHELL.has(lang) ? "sh" : "js", code: "", settings: {}, skip: null, audio: [], classifiers: [], pictures: [], needs: []};
     const kept: string[] = [];
     for (const l of body) {
       const start = ex.lang === "sh" ? START_LINE.exec(l) : null;
@@ -158,8 +162,7 @@ export function toolsOf(ex: Example): string[] {
 }
 
 /** One key per distinct server setup, so blocks that ask for the same server share it. */
-export function setupKey(ex: Pick<Example, "settings" | "classifiers"> & {pictures?: string[]}): string {
+export function setupKey(ex: Pick<Example, "settings" | "classifiers"> & {needs?: string[]}): string {
   const settings = Object.entries(ex.settings).sort(([a], [b]) => a.localeCompare(b));
-  // Blocks that read pictures share a server with the test projector.
-  return JSON.stringify({settings, classifiers: [...ex.classifiers].sort(), ...(ex.pictures?.length ? {vision: true} : {})});
+  return JSON.stringify({settings, classifiers: [...ex.classifiers].sort(), ...(ex.needs?.length ? {needs: [...ex.needs].sort()} : {})});
 }

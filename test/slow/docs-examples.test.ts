@@ -22,7 +22,8 @@
 // Other marker directives: `audio: NAME.wav` writes spoken test audio (espeak-ng) under that name in the working
 // directory; `classifier: NAME` builds a small sentiment classifier (test/fixtures/classifier/build.ts) in a folder
 // of that name and serves it as an own fine-tune (SVC_NPU_MODELS); `picture: NAME.png` writes a small PNG under that
-// name and serves the test model with the test projector (SVC_MMPROJ), so the block's pictures are read. `skip: <reason>` marks a block that cannot run
+// name; `vision` serves the test model with the test projector (SVC_MMPROJ), so pictures are read; `embedder` serves
+// embeddingnx-2 on the generated test embedding model and its projector for pictures and sound. `skip: <reason>` marks a block that cannot run
 // here: it is reported as skipped with its reason and counted in the summary, never dropped silently. A shell block
 // that needs curl or jq on a machine without it is skipped the same way, naming the missing tool.
 
@@ -34,7 +35,7 @@ import {after, describe, test} from "node:test";
 import {ROOT, startServer, type RunningServer} from "../../support/server.ts";
 import {sharedServer} from "../../support/server-pool.ts";
 import {encodeWav, speak} from "../../support/speech-audio.ts";
-import {testModelPath} from "../../support/test-model.ts";
+import {testEmbeddingModelPath, testModelPath} from "../../support/test-model.ts";
 import {testPng, testProjectorPath} from "../../support/test-projector.ts";
 import {buildSentimentClassifier} from "../fixtures/classifier/build.ts";
 import {docExamples, scriptModule, setupKey, shellScript, STATUS_LINE, toolsOf, type Example} from "./doc-examples.ts";
@@ -121,7 +122,12 @@ async function serverFor(ex: Example): Promise<RunningServer> {
     }
     settings.SVC_NPU_MODELS = [settings.SVC_NPU_MODELS, ...dirs].filter(Boolean).join(",");
   }
-  if (ex.pictures.length > 0) settings.SVC_MMPROJ = await testProjectorPath(await testModelPath());
+  if (ex.needs.includes("vision")) settings.SVC_MMPROJ = await testProjectorPath(await testModelPath());
+  if (ex.needs.includes("embedder")) {
+    const model = await testEmbeddingModelPath();
+    const embedder = `embeddingnx-2=${model}+${await testProjectorPath(model, {audio: true})}`;
+    settings.SVC_NPU_MODELS = [settings.SVC_NPU_MODELS, embedder].filter(Boolean).join(",");
+  }
   return setupKey(ex) === DEFAULT_SETUP ? sharedServer(settings) : startServer(settings, 600_000);
 }
 
