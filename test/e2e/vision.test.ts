@@ -6,6 +6,9 @@
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
 import Anthropic from "@anthropic-ai/sdk";
+import {createAnthropic} from "@ai-sdk/anthropic";
+import {createOpenAI} from "@ai-sdk/openai";
+import {generateText, streamText, type ModelMessage} from "ai";
 import OpenAI from "openai";
 import sharp from "sharp";
 import {get, post, startServer, type OwnServer} from "../../support/server.ts";
@@ -29,6 +32,32 @@ type ChatPart = OpenAI.Chat.Completions.ChatCompletionContentPart;
 async function chat(parts: ChatPart[], extra: Record<string, unknown> = {}) {
   return openai.chat.completions.create({model: "svc", messages: [{role: "user", content: parts}], max_tokens: MAX, temperature: 0, ...extra} as never) as
     Promise<OpenAI.Chat.Completions.ChatCompletion>;
+}
+
+/** A 24-bit bottom-up BMP of a picture (sharp writes no BMP). */
+async function bmp24(png: Buffer): Promise<Buffer> {
+  const {data, info} = await sharp(png).removeAlpha().raw().toBuffer({resolveWithObject: true});
+  const row = Math.ceil((info.width * 3) / 4) * 4;
+  const out = Buffer.alloc(54 + row * info.height);
+  out.write("BM", 0, "latin1");
+  out.writeUInt32LE(out.length, 2);
+  out.writeUInt32LE(54, 10);
+  out.writeUInt32LE(40, 14);
+  out.writeInt32LE(info.width, 18);
+  out.writeInt32LE(info.height, 22);
+  out.writeUInt16LE(1, 26);
+  out.writeUInt16LE(24, 28);
+  out.writeUInt32LE(row * info.height, 34);
+  for (let y = 0; y < info.height; y++) {
+    for (let x = 0; x < info.width; x++) {
+      const src = (y * info.width + x) * 3;
+      const dst = 54 + (info.height - 1 - y) * row + x * 3;
+      out[dst] = data[src + 2]!;
+      out[dst + 1] = data[src + 1]!;
+      out[dst + 2] = data[src]!;
+    }
+  }
+  return out;
 }
 
 const picture = (png: Buffer): ChatPart => ({type: "image_url", image_url: {url: dataUrl(png)}});
@@ -104,10 +133,14 @@ describe("pictures on the main model (SVC_MMPROJ)", {concurrency: 1}, () => {
   test("JPEG, WebP, GIF and BMP pictures are read too, and bare base64 as well as data URLs", async () => {
     const raw = sharp(RAMP);
     for (const [type, bytes] of [["image/jpeg", await raw.clone().jpeg().toBuffer()], ["image/webp", await raw.clone().webp().toBuffer()],
-      ["image/gif", await raw.clone().gif().toBuffer()]] as const) {
+      ["image/gif", await raw.clone().gif().toBuffer()], ["image/bmp", await bmp24(RAMP)]] as const) {
       const r = await chat([{type: "image_url", image_url: {url: dataUrl(bytes, type)}}, text(QUESTION)], {max_tokens: 2});
       assert.ok(r.usage!.prompt_tokens > TEST_PROJECTOR_IMAGE_TOKENS, type);
     }
+    // The same pixels as BMP and as PNG are the same picture to the model: one PNG, so one cache key.
+    await chat([picture(RAMP), text(QUESTION)], {max_tokens: 2});
+    const asBmp = await chat([{type: "image_url", image_url: {url: dataUrl(await bmp24(RAMP), "image/bmp")}}, text(QUESTION)], {max_tokens: 2});
+    assert.equal(asBmp.usage!.prompt_tokens_details?.cached_tokens, asBmp.usage!.prompt_tokens - 1, "the BMP resumes the PNG's cached prompt");
     const bare = await chat([{type: "image_url", image_url: {url: RAMP.toString("base64")}}, text(QUESTION)]);
     const viaUrl = await chat([picture(RAMP), text(QUESTION)]);
     assert.equal(bare.choices[0]!.message.content, viaUrl.choices[0]!.message.content);
@@ -141,6 +174,23 @@ describe("pictures on the main model (SVC_MMPROJ)", {concurrency: 1}, () => {
       {type: "function_call_output", call_id: "c1", output: [{type: "input_image", image_url: dataUrl(RINGS), detail: "auto"}]},
     ], tools: [{type: "function", name: "screenshot", parameters: {type: "object", properties: {}}, strict: false}]});
     assert.ok(toolTurn.usage!.input_tokens > TEST_PROJECTOR_IMAGE_TOKENS, "the tool output's picture is in the prompt");
+  });
+
+  test("the Vercel AI SDK: a picture through its OpenAI chat, OpenAI Responses and Anthropic providers, generated and streamed", async () => {
+    const openaiProvider = createOpenAI({baseURL: `${server.url}/v1`, apiKey: "x"});
+    const anthropicProvider = createAnthropic({baseURL: `${server.url}/v1`, apiKey: "x"});
+    const messages: ModelMessage[] = [{role: "user", content: [{type: "image", image: new Uint8Array(RAMP), mediaType: "image/png"},
+      {type: "text", text: QUESTION}]}];
+    for (const [name, model] of [["chat", openaiProvider.chat("svc")], ["responses", openaiProvider.responses("svc")],
+      ["messages", anthropicProvider("svc")]] as const) {
+      const ask = {model, messages, maxOutputTokens: MAX, temperature: 0, maxRetries: 0};
+      await generateText(ask);
+      const whole = await generateText(ask);
+      const streamed = await streamText(ask).text;
+      assert.equal(streamed, whole.text, name);
+      const input = (whole.usage.inputTokens ?? 0);
+      assert.ok(input > TEST_PROJECTOR_IMAGE_TOKENS, `${name}: the picture's positions are in the usage (${input})`);
+    }
   });
 
   test("refused: a schema, logprobs, a URL to fetch, a corrupt picture, control-token text; the next request is served", async () => {
