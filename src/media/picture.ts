@@ -141,13 +141,15 @@ function hashOf(png: Uint8Array): string {
 
 /**
  * The one PNG encoding every picture gets: alpha flattened onto white, sRGB, 8 bits, 3 channels, metadata
- * stripped (sharp keeps none unless asked), and fixed zlib settings, so equal pixels give equal bytes.
+ * stripped (sharp keeps none unless asked), and fixed zlib settings, so equal pixels give equal bytes. The fastest
+ * deflate level: the PNG only crosses loopback to the engine, and level 6 took twice as long (12 against 6 ms for
+ * a 320x240 picture) to save 15% of its size.
  */
 async function pngOf(image: Sharp): Promise<{png: Uint8Array; width: number; height: number}> {
   const {data, info} = await image
     .flatten({background: {r: 255, g: 255, b: 255}})
     .toColourspace("srgb")
-    .png({compressionLevel: 6, adaptiveFiltering: false, palette: false, progressive: false})
+    .png({compressionLevel: 1, adaptiveFiltering: false, palette: false, progressive: false})
     .toBuffer({resolveWithObject: true});
   return {png: data, width: info.width, height: info.height};
 }

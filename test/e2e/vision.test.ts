@@ -255,6 +255,8 @@ describe("pictures on the main model (SVC_MMPROJ)", {concurrency: 1}, () => {
         document.querySelector("[data-testid=composer]")!.dispatchEvent(new ClipboardEvent("paste", {clipboardData: dt, bubbles: true, cancelable: true}));
       }, [RINGS.toString("base64")]);
       await page.getByTestId("attached-picture").nth(1).waitFor();
+      // The test model never ends a reply by itself: a budget keeps it short.
+      await page.getByTestId("field-max_tokens").fill("4");
       await page.getByTestId("composer").fill(QUESTION);
       await page.getByTestId("composer").press("Enter");
       await page.locator("[data-testid=assistant-msg]:last-child:not([data-state=streaming])").waitFor({timeout: 60_000});
