@@ -13,7 +13,7 @@ import {spawn} from "node:child_process";
 import {createHash} from "node:crypto";
 import {closeSync, existsSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync, writeSync} from "node:fs";
 import {join} from "node:path";
-import {clientFor, LISTENING, recordStart, ROOT, serverEnv, startServer, withModel, type RunningServer} from "./server.ts";
+import {clientFor, LISTENING, recordStart, ROOT, serverArgs, serverEnv, startServer, withModel, type RunningServer} from "./server.ts";
 
 /** Servers kept alive at once (TEST_POOL_MAX, default 4); the least recently used one that no live file holds is stopped to make room. */
 function poolMax(): number {
@@ -139,7 +139,7 @@ async function startPooled(dir: string, key: string, env: Record<string, string>
   // left its log here, and its "listening" line (an old, dead port) would be read as this server's.
   const logFile = join(dir, `${key}-${process.pid}.log`);
   const fd = openSync(logFile, "w");
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {cwd: ROOT, env: serverEnv(env), stdio: ["ignore", fd, fd], detached: true});
+  const child = spawn(process.execPath, serverArgs(), {cwd: ROOT, env: serverEnv(env), stdio: ["ignore", fd, fd], detached: true});
   closeSync(fd);
   child.unref();
   const entry: PoolEntry = {key, pid: child.pid!, port: 0, logFile, env, lastUsed: Date.now(), holder: process.pid};

@@ -34,10 +34,18 @@ export interface OwnServer extends RunningServer {
   exited: Promise<number | null>;
 }
 
-/** How a server is started: by default `node --import tsx src/main.ts`, as the tests run it from source. */
+/** How a server is started: by default `serverArgs()` under this process's node. */
 export interface Launch {
   command: string;
   args: string[];
+}
+
+/**
+ * The server's entry as node's arguments: the build scripts/test.mjs makes before the server tiers (TEST_SERVER_DIST),
+ * which starts without compiling TypeScript; else the source through tsx (a test file run on its own).
+ */
+export function serverArgs(): string[] {
+  return process.env.TEST_SERVER_DIST ? ["dist/main.js"] : ["--import", "tsx", "src/main.ts"];
 }
 
 export function serverEnv(env: Record<string, string>): NodeJS.ProcessEnv {
@@ -110,7 +118,7 @@ export async function withModel(env: Record<string, string>): Promise<Record<str
 
 /** A server of this file's own, stopped by `stop()`; for tests that need a fresh server's state or settings of their own. */
 export async function startServer(settings: Record<string, string> = {}, timeoutMs = 180_000,
-  launch: Launch = {command: process.execPath, args: ["--import", "tsx", "src/main.ts"]}): Promise<OwnServer> {
+  launch: Launch = {command: process.execPath, args: serverArgs()}): Promise<OwnServer> {
   const startedAt = performance.now();
   const env = await withModel(settings);
   const remote = await remoteEnv(env.SVC_MODEL);

@@ -56,6 +56,11 @@ export function splitAtMedia(text: string): (string | number)[] {
   return out;
 }
 
+/** The text with each marker shown as `[picture N]` (1-based): what /apply-template shows, never the marker itself. */
+export function showMedia(text: string): string {
+  return text.replace(MARKER, (_, i: string) => `[picture ${Number(i) + 1}]`);
+}
+
 export function hasMediaMarker(text: string): boolean {
   MARKER.lastIndex = 0;
   const found = MARKER.test(text);

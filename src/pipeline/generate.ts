@@ -12,7 +12,7 @@ import type {SessionPort, SessionTicket} from "../sessions/session-port.ts";
 import type {Logger} from "../observability/log.ts";
 import {IncrementalDetokenizer, replyDetokenizer, visibleSpecialTokens} from "./detokenizer.ts";
 import type {TemplateMessage} from "../core/messages.ts";
-import type {PromptMedia} from "../core/media.ts";
+import {showMedia, type PromptMedia} from "../core/media.ts";
 import {PastCalls} from "./past-calls.ts";
 import {buildPrompt, type BuiltPrompt} from "./prompt.ts";
 import {preparePictures} from "./pictures.ts";
@@ -301,7 +301,9 @@ export class GenerationPipeline {
   /** The exact text the model would see for this request (POST /apply-template); null for a token prompt. */
   async promptText(req: GenerationRequest): Promise<string | null> {
     compileResponseFormat(req.responseFormat, this.opts.structured);
-    return this.prompt(req, await preparePictures(req, this.engine)).text;
+    const text = this.prompt(req, await preparePictures(req, this.engine)).text;
+    // The markers' nonce stays inside the server: a client that knew it could place pictures by hand.
+    return text === null ? null : showMedia(text);
   }
 
   /**

@@ -97,7 +97,7 @@ function clientTokens(engine: Engine, text: string, media: readonly PromptMedia[
   for (const part of splitAtMedia(text)) {
     if (typeof part === "number") {
       const picture = media[part];
-      if (!picture) throw new Error(`a message names picture ${part} of ${media.length}`);
+      if (!picture) throw invalidField(field, `names picture ${part + 1}, but the request holds ${media.length}`);
       for (let i = 0; i < picture.tokens; i++) out.push(picture.id);
       continue;
     }

@@ -13,7 +13,7 @@ import {tmpdir} from "node:os";
 import {join} from "node:path";
 import {fileURLToPath} from "node:url";
 import {after, before, describe, test} from "node:test";
-import {get, post, startServer, type RunningServer} from "../../support/server.ts";
+import {get, post, serverArgs, startServer, type RunningServer} from "../../support/server.ts";
 import {testModelPath} from "../../support/test-model.ts";
 import {writeScriptedModel} from "../fixtures/scripted-model/build.ts";
 
@@ -86,7 +86,7 @@ describe("a template file that cannot be used stops the start", () => {
     model = await testModelPath();
   });
   function start(env: Record<string, string>) {
-    return spawnSync(process.execPath, ["--import", "tsx", "src/main.ts"], {cwd: ROOT, encoding: "utf8", timeout: 120_000,
+    return spawnSync(process.execPath, serverArgs(), {cwd: ROOT, encoding: "utf8", timeout: 120_000,
       env: {...process.env, UV_THREADPOOL_SIZE: "1", SVC_PORT: "0", SVC_CTX_SIZE: "2048", SVC_PARALLEL: "1", SVC_PROGRESS: "lines", SVC_MODEL: model, ...env}});
   }
 
@@ -118,7 +118,7 @@ describe("the GGUF's own template that cannot be used stops the start", () => {
   async function startWithOwnTemplate(name: string, chatTemplate: string) {
     const model = join(dir, `${name}.gguf`);
     await writeScriptedModel(model, {chatTemplate, trigger: LONE_NEWLINE, script: [IM_END]});
-    const r = spawnSync(process.execPath, ["--import", "tsx", "src/main.ts"], {cwd: ROOT, encoding: "utf8", timeout: 120_000,
+    const r = spawnSync(process.execPath, serverArgs(), {cwd: ROOT, encoding: "utf8", timeout: 120_000,
       env: {...process.env, UV_THREADPOOL_SIZE: "1", SVC_PORT: "0", SVC_CTX_SIZE: "2048", SVC_PARALLEL: "1", SVC_PROGRESS: "lines", SVC_MODEL: model,
         SVC_CHAT_TEMPLATE: ""}});
     return {model, r};

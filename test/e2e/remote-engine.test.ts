@@ -11,7 +11,7 @@ import {after, before, describe, test} from "node:test";
 import Anthropic from "@anthropic-ai/sdk";
 import type OpenAI from "openai";
 import type {Server} from "../../support/llama-server/servers.ts";
-import {get, post, startServer, trainedModel, type RunningServer} from "../../support/server.ts";
+import {get, post, serverArgs, startServer, trainedModel, type RunningServer} from "../../support/server.ts";
 import {freePort, REPLICA_CTX, REPLICA_SLOTS, startReplicas} from "../../support/llama-replicas.ts";
 import {testModelPath} from "../../support/test-model.ts";
 import {DEFAULT_MAIN_MODEL_SPEC} from "../../src/models/known-files.ts";
@@ -254,7 +254,7 @@ describe("remote engine: named sessions (SVC_FORK=1) pinned to their replica", (
 
 describe("remote engine: refusals", () => {
   function start(env: Record<string, string>) {
-    return spawnSync(process.execPath, ["--import", "tsx", "src/main.ts"], {cwd: ROOT, env: {...process.env, SVC_PORT: "0", SVC_MODEL: model, ...env}, encoding: "utf8",
+    return spawnSync(process.execPath, serverArgs(), {cwd: ROOT, env: {...process.env, SVC_PORT: "0", SVC_MODEL: model, ...env}, encoding: "utf8",
       timeout: 120_000});
   }
 

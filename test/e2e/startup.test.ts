@@ -4,11 +4,12 @@ import assert from "node:assert/strict";
 import {spawnSync} from "node:child_process";
 import {describe, test} from "node:test";
 import {fileURLToPath} from "node:url";
+import {serverArgs} from "../../support/server.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 
 function start(env: Record<string, string>) {
-  return spawnSync(process.execPath, ["--import", "tsx", "src/main.ts"], {cwd: ROOT, env: {...process.env, ...env}, encoding: "utf8", timeout: 60_000});
+  return spawnSync(process.execPath, serverArgs(), {cwd: ROOT, env: {...process.env, ...env}, encoding: "utf8", timeout: 60_000});
 }
 
 describe("start-up", () => {

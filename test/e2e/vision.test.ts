@@ -271,6 +271,13 @@ describe("pictures on the main model (SVC_MMPROJ)", {concurrency: 1}, () => {
     }
   });
 
+  test("/apply-template shows where each picture goes as [picture N]", async () => {
+    const r = await post(`${server.url}/apply-template`, {messages: [{role: "user", content: [picture(RAMP), text("and"), picture(RINGS)]}]});
+    assert.equal(r.status, 200, r.text);
+    assert.match(r.body.prompt, /\[picture 1\]and\[picture 2\]/);
+    assert.doesNotMatch(r.body.prompt, /svc-media/);
+  });
+
   test("a strict tool on a request with a picture is served unenforced and counted", async () => {
     const before = (await get(`${server.url}/health`)).body.structured_output.strict_tools.unenforced_total as number;
     await chat([picture(RAMP), text(QUESTION)], {max_tokens: 2,

@@ -21,6 +21,7 @@ export function registerApplyTemplateRoute(app: FastifyInstance, deps: ServerDep
       // Nothing is served: a strict tool that would run unenforced is not counted in /health and /metrics.
       counters: newCounters(),
       strictEligibility: (parameters) => model.handle.pipeline.strictEligibility(parameters),
+      vision: model.handle.engine.media?.vision === true,
     };
     return {prompt: promptOf(await model.handle.pipeline.promptText(decodeChat(req.body, ctx, model).request))};
   });

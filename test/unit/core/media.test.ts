@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
 import {createHash} from "node:crypto";
-import {hasMediaMarker, isMediaToken, mediaMarker, mediaTokenId, splitAtMedia} from "../../../src/core/media.ts";
+import {hasMediaMarker, isMediaToken, mediaMarker, mediaTokenId, showMedia, splitAtMedia} from "../../../src/core/media.ts";
 
 const sha256Hex = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
 
@@ -15,6 +15,10 @@ describe("picture markers", () => {
     assert.deepEqual(splitAtMedia("no pictures"), ["no pictures"]);
     assert.equal(hasMediaMarker(text), true);
     assert.equal(hasMediaMarker("no pictures"), false);
+  });
+
+  test("shown outside the server, a marker is [picture N]", () => {
+    assert.equal(showMedia(`a${mediaMarker(0)}b${mediaMarker(2)}`), "a[picture 1]b[picture 3]");
   });
 
   test("a marker's look-alike without the process's nonce is plain text", () => {
