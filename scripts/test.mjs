@@ -141,20 +141,22 @@ const nodesGroups = () => otherNodes.map(({pin, node}) => ({
 const groups = tiers.flatMap((t) => t === "nodes" ? nodesGroups() : [{tier: t, runs: tierRuns(t)}])
   .map((g) => ({...g, runs: g.runs.filter((r) => r.files.length > 0)})).filter((g) => g.runs.length > 0);
 
-// The server tiers start a few hundred servers. Each runs from a build of the source as it is now, made here once:
-// a server started through tsx spends about 0.9 s of CPU loading the TypeScript, which over these tiers is more
-// than a minute of a 2-core machine. A test file run on its own (without this script) starts servers from source.
+// The server tiers start a few hundred servers. Each runs from a build of the source as it is now, made here once
+// into a folder of the run's own (.test-dist/: an `npm run build` or `npx svc` during the run rewrites dist/, and
+// would pull it from under running servers): a server started through tsx spends about 0.9 s of CPU loading the
+// TypeScript, which over these tiers is more than a minute of a 2-core machine. A test file run on its own (without
+// this script) starts servers from source.
 const SERVER_TIERS = new Set(["e2e", "remote", "slow"]);
 const serverTierEnv = {};
 if (groups.some((g) => SERVER_TIERS.has(g.tier))) {
   const t0 = performance.now();
-  const build = spawnSync(process.execPath, [join("scripts", "build.mjs")], {stdio: "inherit"});
+  const build = spawnSync(process.execPath, [join("scripts", "build.mjs"), "--out", ".test-dist"], {stdio: "inherit"});
   if (build.status !== 0) {
     process.stdout.write("\nthe build failed (the errors are above), so the server tiers cannot run\n");
     process.exit(build.status ?? 1);
   }
-  process.stdout.write(`built dist/ for the server tiers in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
-  serverTierEnv.TEST_SERVER_DIST = "1";
+  process.stdout.write(`built .test-dist/ for the server tiers in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
+  serverTierEnv.TEST_SERVER_DIST = ".test-dist";
 }
 
 let status = 0;

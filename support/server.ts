@@ -41,11 +41,12 @@ export interface Launch {
 }
 
 /**
- * The server's entry as node's arguments: the build scripts/test.mjs makes before the server tiers (TEST_SERVER_DIST),
+ * The server's entry as node's arguments: the build scripts/test.mjs makes before the server tiers (TEST_SERVER_DIST
+ * names its folder, .test-dist),
  * which starts without compiling TypeScript; else the source through tsx (a test file run on its own).
  */
 export function serverArgs(): string[] {
-  return process.env.TEST_SERVER_DIST ? ["dist/main.js"] : ["--import", "tsx", "src/main.ts"];
+  return process.env.TEST_SERVER_DIST ? [`${process.env.TEST_SERVER_DIST}/main.js`] : ["--import", "tsx", "src/main.ts"];
 }
 
 export function serverEnv(env: Record<string, string>): NodeJS.ProcessEnv {

@@ -27,13 +27,12 @@ function newest(dir: string): number {
 }
 
 /**
- * dist/ as `npm ci` leaves it; built again here when the source is newer (a working copy between builds), unless
- * scripts/test.mjs built it for this run (TEST_SERVER_DIST): other files' servers run from it meanwhile, and a
- * rebuild (which removes dist/ first) would pull it from under them.
+ * dist/ as `npm ci` leaves it; built again here when the source is newer (a working copy between builds). The other
+ * files' servers run from scripts/test.mjs's own build (.test-dist/), which this does not touch.
  */
 before(() => {
   const main = join(ROOT, "dist", "main.js");
-  if (process.env.TEST_SERVER_DIST || (existsSync(main) && statSync(main).mtimeMs >= newest(join(ROOT, "src")))) return;
+  if (existsSync(main) && statSync(main).mtimeMs >= newest(join(ROOT, "src"))) return;
   const build = spawnSync("npm", ["run", "build"], {cwd: ROOT, encoding: "utf8"});
   assert.equal(build.status, 0, `npm run build failed:\n${build.stdout}\n${build.stderr}`);
 });
