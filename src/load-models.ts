@@ -184,6 +184,7 @@ export async function loadModels(config: Config, logger: Logger): Promise<Loaded
     modelsDir: config.modelsDir,
     progress: config.progress,
     logger,
+    images: {threads: config.imageThreads, python: config.python},
   });
   return {main, side};
 }
@@ -233,6 +234,7 @@ async function loadRemote(config: Config, urls: string[], resolved: Awaited<Retu
     modelsDir: config.modelsDir,
     progress: config.progress,
     logger,
+    images: {threads: config.imageThreads, python: config.python},
   });
   return {main, side};
 }

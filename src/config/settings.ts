@@ -283,6 +283,13 @@ export const SETTINGS = {
     rule: "must be a comma-separated list of side-model ids or paths",
     doc: "Side models served beside the main model: ids (`default` for the usual set), " +
       "`id=source` to point an id at another file, or absolute directories of own fine-tunes."}),
+  imageThreads: s({name: "SVC_IMAGE_THREADS", shown: "`1`", fallback: () => 1, parse: int(1, 1024), rule: "must be an integer from 1 to 1024",
+    doc: "Threads the image model (`nximg2-klein-4b`) draws with. One leaves the other cores to the main model; " +
+      "more draw faster on an idle machine."}),
+  python: s<string | undefined>({name: "SVC_PYTHON", shown: "found", fallback: () => undefined, parse: text({nonEmpty: true}),
+    rule: "must be the path of a Python 3.12 or newer",
+    doc: "The Python the image model's worker runs on. One that already has `inferna` (say the GPU build, " +
+      "`inferna-cuda12`) is used as it is; otherwise svc makes its own venv from it. Unset: the first Python 3.12+ found."}),
   npuQueue: s({name: "SVC_NPU_QUEUE", shown: "`64`", fallback: () => 64, parse: int(1, 100_000), rule: "must be an integer from 1 to 100000",
     doc: "Side-model passes that may wait on the executor."}),
   npuEmbBatch: s({name: "SVC_NPU_EMB_BATCH", shown: "`1`", fallback: () => true, parse: flag(), rule: FLAG_RULE,

@@ -8,8 +8,10 @@ export interface Counters {
   transcriptions: number;
   /** svc:transcribed_audio_seconds_total — their audio, in seconds. */
   transcribedAudioSeconds: number;
+  /** svc:images_total — pictures drawn by the image model. */
+  images: number;
 }
 
 export function newCounters(): Counters {
-  return {strictToolsUnenforced: 0, transcriptions: 0, transcribedAudioSeconds: 0};
+  return {strictToolsUnenforced: 0, transcriptions: 0, transcribedAudioSeconds: 0, images: 0};
 }

@@ -135,6 +135,7 @@ const DEFS: readonly MetricDef[] = [
   counter("svc:prefix_wait_seconds_total", "Seconds those requests waited, summed.", (r) => r.cache.pool.prefix_wait_s),
   counter("svc:transcriptions_total", "Recordings transcribed by the speech model.", (r) => r.counters.transcriptions),
   counter("svc:transcribed_audio_seconds_total", "Seconds of audio those recordings held, summed.", (r) => r.counters.transcribedAudioSeconds),
+  counter("svc:images_total", "Pictures drawn by the image model.", (r) => r.counters.images),
   // Remote replicas (SVC_ENGINE): no series with the in-process engine.
   replicaSeries("svc:replica_up", "1 when the remote replica answers its health check.", "gauge", (x) => (x.up ? 1 : 0)),
   replicaSeries("svc:replica_busy_slots", "Slots of the remote replica serving a request now.", "gauge", (x) => x.busy_slots),

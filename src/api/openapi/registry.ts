@@ -10,7 +10,7 @@ import {countTokensSchema, messagesSchema} from "../dialects/messages/schema.ts"
 import {responsesRequestSchema} from "../dialects/responses/schema.ts";
 import {detokenizeSchema, tokenizeSchema} from "../ops/tokenize-routes.ts";
 import {classifyRequestSchema, decideRequestSchema, embeddingsRequestSchema, moderationRequestSchema, rerankRequestSchema,
-  transcriptionRequestSchema} from "./side-schemas.ts";
+  transcriptionRequestSchema, imageGenerationRequestSchema, imageEditRequestSchema, imageVariationRequestSchema} from "./side-schemas.ts";
 
 export type Tag = "generation" | "ops" | "side";
 
@@ -93,4 +93,10 @@ export const ROUTE_DOCS: ReadonlyMap<string, RouteDoc> = new Map<string, RouteDo
     ok: {schema: "AnyObject"}, errors: [422]}],
   ["POST /v1/audio/transcriptions", {summary: "Speech to text with the loaded speech model (json, text, verbose_json, srt, vtt)", tag: "side",
     multipart: transcriptionRequestSchema, ok: {schema: "AnyObject"}}],
+  ["POST /v1/images/generations", {summary: "Draw pictures from a prompt with the loaded image model (PNG)", tag: "side",
+    body: imageGenerationRequestSchema, ok: {schema: "AnyObject"}}],
+  ["POST /v1/images/edits", {summary: "Edit a picture by a prompt with the loaded image model (512x512 PNG)", tag: "side",
+    multipart: imageEditRequestSchema, ok: {schema: "AnyObject"}}],
+  ["POST /v1/images/variations", {summary: "Variations of a picture with the loaded image model (512x512 PNG)", tag: "side",
+    multipart: imageVariationRequestSchema, ok: {schema: "AnyObject"}}],
 ]);

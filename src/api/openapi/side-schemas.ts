@@ -10,6 +10,8 @@ import {MAX_DOCUMENTS} from "../side/rerank/route.ts";
 import {MAX_INPUTS} from "../side/moderations/route.ts";
 import {MAX_QUESTIONS} from "../side/decide/route.ts";
 import {RESPONSE_FORMATS} from "../side/transcriptions/route.ts";
+import {IMAGE_SIZES, MAX_IMAGES, MAX_PROMPT_CHARS, RESPONSE_FORMATS as IMAGE_FORMATS} from "../side/images/fields.ts";
+import {IMAGE_STEPS, MAX_SEED} from "../../side-models/images/runner.ts";
 
 const nonEmpty = z.string().min(1);
 const tokenIds = z.array(z.number().int().min(0)).min(1);
@@ -82,4 +84,47 @@ export const transcriptionRequestSchema = z.looseObject({
   response_format: z.enum(RESPONSE_FORMATS).optional(),
   temperature: z.number().min(0).max(1).optional().describe("accepted; decoding is greedy (0)"),
   stream: z.literal(false).optional().describe("transcriptions are not streamed"),
+});
+
+/** The fields the three image routes share (side/images/fields.ts reads them). */
+const imageFields = {
+  model: z.string().optional().describe("any name but one of the server's own reaches the loaded image model"),
+  n: z.number().int().min(1).max(MAX_IMAGES).nullish().describe("pictures drawn one after another"),
+  response_format: z.enum(IMAGE_FORMATS).nullish().describe("b64_json (default) or url (a data URL of the PNG)"),
+  output_format: z.literal("png").nullish(),
+  seed: z.number().int().min(0).max(MAX_SEED).nullish().describe("picture i is drawn at seed + i; absent: the request draws its own"),
+  quality: z.enum(["auto", "standard", "hd", "medium", "high"]).nullish().describe("low is refused; the others draw the same picture"),
+  style: z.enum(["vivid", "natural"]).nullish(),
+  moderation: z.enum(["auto", "low"]).nullish(),
+  user: z.string().nullish(),
+  background: z.enum(["auto", "opaque"]).nullish().describe("transparent is refused"),
+  stream: z.literal(false).nullish().describe("images are not streamed"),
+  partial_images: z.literal(0).nullish(),
+  steps: z.literal(IMAGE_STEPS).nullish(),
+  num_inference_steps: z.literal(IMAGE_STEPS).nullish(),
+};
+const imagePrompt = z.string().regex(/\S/).max(MAX_PROMPT_CHARS).describe("written into the model's chat template and cut to 512 tokens");
+
+export const imageGenerationRequestSchema = z.strictObject({
+  ...imageFields,
+  prompt: imagePrompt,
+  size: z.enum(["auto", ...IMAGE_SIZES]).nullish().describe("auto is 512x512"),
+});
+
+const picture = z.string().meta({format: "binary"}).describe("one picture: PNG, JPEG, WebP, GIF or BMP, up to 25 MiB; cropped to a centred square, 512x512");
+
+/** POST /v1/images/edits, as multipart form fields. */
+export const imageEditRequestSchema = z.looseObject({
+  ...imageFields,
+  image: picture,
+  prompt: imagePrompt,
+  size: z.enum(["auto", "512x512"]).optional(),
+  input_fidelity: z.enum(["high", "low"]).optional(),
+});
+
+/** POST /v1/images/variations, as multipart form fields: no prompt; each seed gives another take. */
+export const imageVariationRequestSchema = z.looseObject({
+  ...imageFields,
+  image: picture,
+  size: z.enum(["auto", "512x512"]).optional(),
 });

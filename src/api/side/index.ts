@@ -10,6 +10,7 @@ import {registerDecideRoute} from "./decide/route.ts";
 import {registerRerankRoute} from "./rerank/route.ts";
 import {registerModerationRoute} from "./moderations/route.ts";
 import {registerTranscriptionRoute} from "./transcriptions/route.ts";
+import {registerImageRoutes} from "./images/route.ts";
 
 export function registerSideRoutes(app: FastifyInstance, deps: ServerDeps, side: SideModels): void {
   registerEmbeddingsRoute(app, deps, side);
@@ -18,4 +19,5 @@ export function registerSideRoutes(app: FastifyInstance, deps: ServerDeps, side:
   registerRerankRoute(app, deps, side);
   registerModerationRoute(app, deps, side);
   registerTranscriptionRoute(app, deps, side);
+  registerImageRoutes(app, deps, side);
 }

@@ -68,6 +68,8 @@ describe("defaults", () => {
       strictTools: true,
       maxToolCalls: 32,
       npuModels: undefined,
+      imageThreads: 1,
+      python: undefined,
       npuQueue: 64,
       npuEmbBatch: true,
       npuDecResume: 0,
@@ -101,7 +103,7 @@ describe("defaults", () => {
       assert.deepEqual(c[key], defaults[key], `${s.name}: shown ${s.shown}`);
       checked++;
     }
-    assert.equal(checked, 40);
+    assert.equal(checked, 41);
   });
 
   test("settings shown as unset or computed default to undefined", () => {

@@ -36,7 +36,7 @@ const OUR_NAMES = ["svc:cache_misses_by_reason_total", "svc:cache_disk_rejected_
   "svc:phase_prepare_seconds_total", "svc:phase_batch_wait_seconds_total", "svc:phase_decode_engine_seconds_total",
   "svc:phase_decode_outside_seconds_total", "svc:seals_total", "svc:seal_seconds_total",
   "svc:prefix_waits_total", "svc:prefix_wait_seconds_total", "svc:transcriptions_total", "svc:transcribed_audio_seconds_total",
-  "svc:replica_up", "svc:replica_busy_slots", "svc:replica_slots", "svc:replica_requests_total", "svc:replica_cache_hits_total",
+  "svc:images_total", "svc:replica_up", "svc:replica_busy_slots", "svc:replica_slots", "svc:replica_requests_total", "svc:replica_cache_hits_total",
   "svc:replica_prompt_tokens_total", "svc:replica_cached_tokens_total", "svc:child_restarts_total", "svc:child_crashes_total", "svc:child_ready"];
 
 const ROUTED = {prefix: 0, overloaded: 0, least_loaded: 0, round_robin: 0, waited: 0, failover: 0, session: 0};
