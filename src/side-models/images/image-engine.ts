@@ -15,6 +15,7 @@ import {join} from "node:path";
 import {fileURLToPath} from "node:url";
 import sharp from "sharp";
 import type {Logger} from "../../observability/log.ts";
+import {EngineCancelledError} from "../../engine/index.ts";
 import {ChildSupervisor} from "../child-supervisor.ts";
 import type {ChildRegistry} from "../children.ts";
 import type {ImageParts} from "./model-parts.ts";
@@ -40,10 +41,11 @@ export interface DrawJob {
   prompt: string;
   width: number;
   height: number;
+  /** Picture i of the job is drawn at seed + i. */
   seed: number;
+  count: number;
   steps: number;
-  mode: "generate" | "edit" | "variation";
-  /** The picture an edit or variation starts from: a PNG of width x height. */
+  /** The reference picture of an edit or variation: a PNG of width x height. */
   init: Buffer | null;
 }
 
@@ -139,12 +141,12 @@ export class ImageEngine {
     await this.supervisor.whenReady(this.opts.waitMs, signal);
   }
 
-  /** One picture, as PNG bytes; `signal` (the client's hang-up) cancels it and the promise rejects with its reason. */
-  async draw(job: DrawJob, signal?: AbortSignal): Promise<Buffer> {
+  /** The job's pictures, as PNG bytes; `signal` (the client's hang-up) cancels them (EngineCancelledError). */
+  async draw(job: DrawJob, signal?: AbortSignal): Promise<Buffer[]> {
     signal?.throwIfAborted();
     const child = this.supervisor.readyChild();
     const id = this.nextId++;
-    const out = join(this.dir, `${id}.png`);
+    const outs = Array.from({length: job.count}, (_, i) => join(this.dir, `${id}-${i}.png`));
     const init = job.init ? join(this.dir, `${id}-in.png`) : null;
     if (init && job.init) await writeFile(init, job.init);
     const release = this.supervisor.busy();
@@ -160,30 +162,39 @@ export class ImageEngine {
     try {
       const how = await new Promise<"done" | "cancelled">((resolve, reject) => {
         this.pending.set(id, {resolve, reject});
-        const {init: _bytes, ...rest} = job;
-        child.send({type: "draw", id, ...rest, init, out}, (err) => {
+        const {prompt, width, height, seed, steps} = job;
+        child.send({type: "draw", id, prompt, width, height, seed, steps, init, out: outs}, (err) => {
           // The channel closed under the send: the exit, which follows, rejects the draw with its reason.
           if (err) this.opts.logger.warn("could not send a picture to the image engine", {error: err.message});
         });
       });
-      if (how === "cancelled") throw signal?.reason ?? new ImageEngineError("the image engine stopped this picture before it was done");
-      // stable-diffusion.cpp writes its PNGs barely compressed (a 1024x1024 picture is 3 MB); zlib's default level
-      // makes it about half that in some 30 ms, and checks the file is a picture of the size asked.
-      const png = sharp(await readFile(out));
-      const {width, height} = await png.metadata();
-      if (width !== job.width || height !== job.height) {
-        throw new ImageEngineError(`the image engine drew ${width}x${height} where ${job.width}x${job.height} was asked`);
-      }
-      return await png.png({compressionLevel: 6}).toBuffer();
+      if (how === "cancelled") throw new EngineCancelledError("the client hung up; the picture was cancelled");
+      const pngs: Buffer[] = [];
+      for (const out of outs) pngs.push(await this.recompress(out, job));
+      return pngs;
     } catch (err) {
-      throw signal?.aborted ? signal.reason ?? err : err;
+      // A hang-up is a cancellation (499, logged as such), whether the draw stopped or its worker had to be stopped.
+      throw signal?.aborted ? new EngineCancelledError("the client hung up; the picture was cancelled") : err;
     } finally {
       if (killTimer) clearTimeout(killTimer);
       release();
       signal?.removeEventListener("abort", onAbort);
-      await rm(out, {force: true});
+      for (const out of outs) await rm(out, {force: true});
       if (init) await rm(init, {force: true});
     }
+  }
+
+  /**
+   * stable-diffusion.cpp writes its PNGs barely compressed (a 1024x1024 picture is 3 MB); zlib's default level makes
+   * it about half that in some 30 ms. Reading it back also checks that it is a picture of the size asked.
+   */
+  private async recompress(out: string, job: DrawJob): Promise<Buffer> {
+    const png = sharp(await readFile(out));
+    const {width, height} = await png.metadata();
+    if (width !== job.width || height !== job.height) {
+      throw new ImageEngineError(`the image engine drew ${width}x${height} where ${job.width}x${job.height} was asked`);
+    }
+    return png.png({compressionLevel: 6}).toBuffer();
   }
 
   async close(): Promise<void> {

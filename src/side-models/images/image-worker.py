@@ -5,9 +5,10 @@
 # process can speak. The supervisor (child-supervisor.ts) starts it, pings it while idle and restarts it when it dies.
 #
 # Protocol:
-#   parent -> child: {"type": "draw", "id", "prompt", "width", "height", "seed", "steps", "mode", "init", "out"}
-#                    mode "generate" | "edit" (init is the reference picture) | "variation" (init is the start point);
-#                    init is a PNG path or null; out is the PNG path to write.
+#   parent -> child: {"type": "draw", "id", "prompt", "width", "height", "seed", "steps", "init", "out"}
+#                    init: a PNG path (the reference picture of an edit or variation) or null; out: the PNG paths to
+#                    write, one per picture, picture i drawn at seed + i in one engine call (so a reference picture
+#                    is encoded once for all of them).
 #                    {"type": "cancel", "id"}: stops that draw between steps; {"type": "ping", "seq"}
 #   child -> parent: {"type": "ready", "info"} once; {"type": "done", "id", "ms"} | {"type": "failed", "id", "message"} |
 #                    {"type": "cancelled", "id"}; {"type": "pong", "seq"}
@@ -20,9 +21,6 @@ import socket
 import sys
 import threading
 import time
-
-# How strongly a variation departs from its picture: stable-diffusion.cpp's own default for image-to-image.
-VARIATION_STRENGTH = 0.75
 
 
 def main() -> None:
@@ -47,6 +45,10 @@ def main() -> None:
 
     params = sd.SDContextParams(diffusion_model_path=diffusion, vae_path=vae, n_threads=threads)
     params.llm_path = text_encoder
+    # Flash attention in the transformer and the text encoder: on the CPU it draws 1.5 to 2 times faster (measured
+    # with the test weights: 512x512 in 1.1 s against 1.7 s on one thread), and its output is as deterministic.
+    params.diffusion_flash_attn = True
+    params.flash_attn = True
     started = time.monotonic()
     try:
         ctx = sd.SDContext(params)
@@ -61,7 +63,9 @@ def main() -> None:
 
     jobs: list = []
     jobs_ready = threading.Condition()
-    current = {"id": None}
+    # The draw running now, and whether its cancel was asked for: a cancelled draw ends in the engine's generic
+    # "Image generation failed", which is then a cancellation, not a failure.
+    current = {"id": None, "cancelled": False}
 
     def read_loop() -> None:
         # Reads while a draw runs (the draw releases the GIL): a cancel reaches the engine between steps, a ping
@@ -81,6 +85,7 @@ def main() -> None:
                         jobs.remove(j)
                         send({"type": "cancelled", "id": j["id"]})
                     if current["id"] == m.get("id"):
+                        current["cancelled"] = True
                         ctx.cancel(int(sd.CancelMode.ALL))
             elif kind == "draw":
                 with jobs_ready:
@@ -96,6 +101,7 @@ def main() -> None:
                 jobs_ready.wait()
             job = jobs.pop(0)
             current["id"] = job["id"]
+            current["cancelled"] = False
             ctx.cancel(int(sd.CancelMode.RESET))
         try:
             began = time.monotonic()
@@ -108,26 +114,29 @@ def main() -> None:
                 send({"type": "cancelled", "id": job["id"]})
         except Exception as e:
             with jobs_ready:
+                cancelled = current["cancelled"]
                 current["id"] = None
-            send({"type": "failed", "id": job["id"], "message": str(e)})
+            if cancelled:
+                send({"type": "cancelled", "id": job["id"]})
+            else:
+                send({"type": "failed", "id": job["id"], "message": str(e)})
 
 
 def draw(sd, ctx, job: dict) -> bool:
-    """One picture into job["out"]; False when it was cancelled."""
+    """The job's pictures into job["out"]; False when it was cancelled."""
+    outs = job["out"]
     p = sd.SDImageGenParams(prompt=job["prompt"], width=job["width"], height=job["height"], seed=job["seed"],
-                            batch_count=1, sample_steps=job["steps"], cfg_scale=1.0)
+                            batch_count=len(outs), sample_steps=job["steps"], cfg_scale=1.0)
     if job.get("init"):
-        picture = sd.SDImage(sd._n.SDImage.load_stb(job["init"], 3))
-        if job["mode"] == "edit":
-            # FLUX.2 edits by reference: the picture's latents join the prompt's tokens, the draw starts from noise.
-            p.set_ref_images([picture])
-        else:
-            p.strength = VARIATION_STRENGTH
-            p.set_init_image(picture)
+        # FLUX.2 edits by reference: the picture's latents join the prompt's tokens and each picture starts from its
+        # own noise. A variation is the same with no prompt. (Image-to-image would not do: at 4 steps
+        # stable-diffusion.cpp starts from pure noise for any strength of 0.75 or more.)
+        p.set_ref_images([sd.SDImage(sd._n.SDImage.load_stb(job["init"], 3))])
     images = ctx.generate_with_params(p)
-    if not images or not images[0].is_valid:
+    if len(images) != len(outs) or not all(i.is_valid for i in images):
         return False
-    images[0].save_png(job["out"])
+    for image, out in zip(images, outs):
+        image.save_png(out)
     return True
 
 

@@ -5,6 +5,7 @@
 // a request are drawn one after another, the later ones as the continuation of work under way.
 
 import {randomInt} from "node:crypto";
+import {EngineCancelledError} from "../../engine/index.ts";
 import type {SideModelDef} from "../registry.ts";
 import type {SideModelContext, SideRunner} from "../side-models.ts";
 import {ImageEngine, type DrawJob} from "./image-engine.ts";
@@ -24,8 +25,7 @@ export interface DrawRequest {
   n: number;
   /** Picture i is drawn at seed + i; null draws a seed for the request. */
   seed: number | null;
-  mode: DrawJob["mode"];
-  /** An edit's or variation's picture: PNG at width x height. */
+  /** An edit's or variation's picture (its reference): PNG at width x height. */
   init: Buffer | null;
   signal?: AbortSignal;
 }
@@ -74,12 +74,22 @@ export class ImageRunner implements SideRunner {
     const prompt = this.prompts.write(req.prompt);
     const seed = req.seed ?? randomInt(0, 2 ** 31);
     const pngs: Buffer[] = [];
-    for (let i = 0; i < req.n; i++) {
-      // A restarting engine is waited for here, before the executor, so other side models' passes are not held behind it.
-      await this.engine.whenReady(req.signal);
-      const job: DrawJob = {prompt: prompt.text, width: req.width, height: req.height, seed: seed + i, steps: IMAGE_STEPS, mode: req.mode,
-        init: req.init};
-      pngs.push(await this.ctx.executor.run(() => this.engine.draw(job, req.signal), req.signal, {unbounded: i > 0}));
+    // A generation is one executor pass per picture, so other side models' passes interleave; an edit or variation is
+    // one pass for all of them, so the reference picture is encoded once (stable-diffusion.cpp draws picture i of a
+    // batch at seed + i, the same picture a pass of its own at that seed gives).
+    const passes = req.init ? [{first: 0, count: req.n}] : Array.from({length: req.n}, (_, i) => ({first: i, count: 1}));
+    try {
+      for (const [k, pass] of passes.entries()) {
+        // A restarting engine is waited for here, before the executor, so other side models' passes are not held behind it.
+        await this.engine.whenReady(req.signal);
+        const job: DrawJob = {prompt: prompt.text, width: req.width, height: req.height, seed: seed + pass.first, count: pass.count,
+          steps: IMAGE_STEPS, init: req.init};
+        pngs.push(...await this.ctx.executor.run(() => this.engine.draw(job, req.signal), req.signal, {unbounded: k > 0}));
+      }
+    } catch (err) {
+      // A hang-up while waiting (for the executor, or a restart) is a cancellation too, not a server error.
+      if (req.signal?.aborted && !(err instanceof EngineCancelledError)) throw new EngineCancelledError("the client hung up; the pictures were cancelled");
+      throw err;
     }
     return {pngs, seed, prompt};
   }

@@ -116,7 +116,7 @@ export function registerImageRoutes(app: FastifyInstance, deps: ServerDeps, side
     const opts = readImageOptions(fields, IMAGE_SIZES);
     const runner = pick(fields.model);
     const started = performance.now();
-    const drawn = await runner.draw({prompt, width: opts.width, height: opts.height, n: opts.n, seed: opts.seed, mode: "generate", init: null,
+    const drawn = await runner.draw({prompt, width: opts.width, height: opts.height, n: opts.n, seed: opts.seed, init: null,
       signal: hangUpSignal(req, reply).signal});
     return reply.send(done("generations", render(drawn, opts, 0), started));
   });
@@ -126,7 +126,8 @@ export function registerImageRoutes(app: FastifyInstance, deps: ServerDeps, side
     await scope.register(multipart, {limits: {fileSize: MAX_UPLOAD_BYTES, files: 4, fields: 32, fieldSize: MAX_FIELD_BYTES}, throwFileSizeLimit: true});
     const form = (mode: "edit" | "variation") => async (req: FastifyRequest, reply: FastifyReply) => {
       const {fields, image} = await readForm(req);
-      refuseUnknown(fields, mode === "edit" ? EDIT_FIELDS : EDIT_FIELDS.filter((f) => f !== "prompt" && f !== "input_fidelity"));
+      // A variation's prompt is known, to be refused by readPrompt with what to do instead.
+      refuseUnknown(fields, mode === "edit" ? EDIT_FIELDS : EDIT_FIELDS.filter((f) => f !== "input_fidelity"));
       if (fields.input_fidelity !== undefined && !["high", "low"].includes(String(fields.input_fidelity))) {
         throw invalidField("input_fidelity", "must be high or low");
       }
@@ -135,7 +136,7 @@ export function registerImageRoutes(app: FastifyInstance, deps: ServerDeps, side
       const runner = pick(fields.model);
       const init = await editPicture(image);
       const started = performance.now();
-      const drawn = await runner.draw({prompt, width: EDIT_SIDE, height: EDIT_SIDE, n: opts.n, seed: opts.seed, mode, init,
+      const drawn = await runner.draw({prompt, width: EDIT_SIDE, height: EDIT_SIDE, n: opts.n, seed: opts.seed, init,
         signal: hangUpSignal(req, reply).signal});
       return reply.send(done(`${mode}s`, render(drawn, opts, (EDIT_SIDE * EDIT_SIDE) / PIXELS_PER_TOKEN), started));
     };
