@@ -28,8 +28,9 @@ export interface Example {
   /** PNG pictures the block reads, made in its working directory (`picture:`). */
   pictures: string[];
   /** Servers the block needs beyond settings: `vision` (the main model reads pictures: SVC_MMPROJ with the test projector),
-   * `embedder` (embeddingnx-2 on the generated test embedding model and its projector). */
-  needs: ("vision" | "embedder")[];
+   * `embedder` (embeddingnx-2 on the generated test embedding model and its projector), `painter` (nximg2-klein-4b on
+   * the generated test image model). */
+  needs: ("vision" | "embedder" | "painter")[];
 }
 
 const SHELL = new Set(["sh", "bash", "shell"]);
@@ -53,11 +54,11 @@ function applyMarker(ex: Example, body: string): void {
     if ((m = /^audio:\s*(\S+)$/.exec(raw))) ex.audio.push(m[1]!);
     else if ((m = /^classifier:\s*(\S+)$/.exec(raw))) ex.classifiers.push(m[1]!);
     else if ((m = /^picture:\s*(\S+\.png)$/.exec(raw))) ex.pictures.push(m[1]!);
-    else if (raw === "vision" || raw === "embedder") ex.needs.push(raw);
+    else if (raw === "vision" || raw === "embedder" || raw === "painter") ex.needs.push(raw);
     else {
       for (const word of raw.split(/\s+/)) {
         const kv = /^(SVC_[A-Z0-9_]+)=(\S*)$/.exec(word);
-        if (!kv) throw new Error(`${ex.id}: marker directive "${raw}" is not skip:, audio:, classifier:, picture:, vision, embedder or SVC_NAME=value`);
+        if (!kv) throw new Error(`${ex.id}: marker directive "${raw}" is not skip:, audio:, classifier:, picture:, vision, embedder, painter or SVC_NAME=value`);
         ex.settings[kv[1]!] = kv[2]!;
       }
     }

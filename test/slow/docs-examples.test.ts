@@ -22,8 +22,9 @@
 // Other marker directives: `audio: NAME.wav` writes spoken test audio (espeak-ng) under that name in the working
 // directory; `classifier: NAME` builds a small sentiment classifier (test/fixtures/classifier/build.ts) in a folder
 // of that name and serves it as an own fine-tune (SVC_NPU_MODELS); `picture: NAME.png` writes a small PNG under that
-// name; `vision` serves the test model with the test projector (SVC_MMPROJ), so pictures are read; `embedder` serves
-// embeddingnx-2 on the generated test embedding model and its projector for pictures and sound. `skip: <reason>` marks a block that cannot run
+// name; `painter` serves nximg2-klein-4b on the generated test image model; `vision` serves the test model with the
+// test projector (SVC_MMPROJ), so pictures are read; `embedder` serves embeddingnx-2 on the generated test embedding
+// model and its projector for pictures and sound. `skip: <reason>` marks a block that cannot run
 // here: it is reported as skipped with its reason and counted in the summary, never dropped silently. A shell block
 // that needs curl or jq on a machine without it is skipped the same way, naming the missing tool.
 
@@ -37,6 +38,7 @@ import {sharedServer} from "../../support/server-pool.ts";
 import {encodeWav, speak} from "../../support/speech-audio.ts";
 import {testEmbeddingModelPath, testModelPath} from "../../support/test-model.ts";
 import {testPng, testProjectorPath} from "../../support/test-projector.ts";
+import {testImageModelDir} from "../../support/test-image-model.ts";
 import {buildSentimentClassifier} from "../fixtures/classifier/build.ts";
 import {docExamples, scriptModule, setupKey, shellScript, STATUS_LINE, toolsOf, type Example} from "./doc-examples.ts";
 
@@ -128,6 +130,9 @@ async function serverFor(ex: Example): Promise<RunningServer> {
     const embedder = `embeddingnx-2=${model}+${await testProjectorPath(model, {audio: true})}`;
     settings.SVC_NPU_MODELS = [settings.SVC_NPU_MODELS, embedder].filter(Boolean).join(",");
   }
+  if (ex.needs.includes("painter")) {
+    settings.SVC_NPU_MODELS = [settings.SVC_NPU_MODELS, `nximg2-klein-4b=${await testImageModelDir()}`].filter(Boolean).join(",");
+  }
   return setupKey(ex) === DEFAULT_SETUP ? sharedServer(settings) : startServer(settings, 600_000);
 }
 
@@ -148,10 +153,12 @@ for (const [key, group] of groups) {
 
 /**
  * The blocks the docs mark as not run, with their reason: Claude Code's interactive terminal UI, which the slow
- * tier's coding-agents test runs headless against the server.
+ * tier's coding-agents test runs headless against the server; the image edits, which the image tests run.
  */
 const MARKED_NOT_RUN = [
   "docs/cache-and-sessions.md: opens Claude Code's interactive terminal UI; test/slow/coding-agents.test.ts runs Claude Code headless with these settings",
+  "docs/side-models.md: an edit encodes its picture with the full-width autoencoder, about 40 s on one core with the test weights; " +
+    "test/e2e/images.test.ts runs images.edit and test/slow/images.test.ts images.createVariation",
 ];
 
 test("the docs have examples, each run or marked with a reason", (t) => {

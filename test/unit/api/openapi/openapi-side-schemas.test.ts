@@ -4,7 +4,9 @@
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
 import type {z} from "zod";
-import {classifyRequestSchema, decideRequestSchema, embeddingsRequestSchema, moderationRequestSchema, rerankRequestSchema} from "../../../../src/api/openapi/side-schemas.ts";
+import {classifyRequestSchema, decideRequestSchema, embeddingsRequestSchema, imageGenerationRequestSchema, moderationRequestSchema,
+  rerankRequestSchema} from "../../../../src/api/openapi/side-schemas.ts";
+import {COMMON_FIELDS, IMAGE_SIZES, readImageOptions, readPrompt, refuseUnknown, type Fields} from "../../../../src/api/side/images/fields.ts";
 import {decodeEmbeddings} from "../../../../src/api/side/embeddings/decode.ts";
 import {decodeClassify} from "../../../../src/api/side/classify/decode.ts";
 import {decodeRerank} from "../../../../src/api/side/rerank/route.ts";
@@ -47,4 +49,14 @@ describe("side-route schemas agree with their decoders", () => {
     [{state: "s"}, {state: "", questions: {q: {type: "noul", instructions: "x"}}}, {state: "s", questions: {}},
       {state: "s", questions: {q: {type: "maybe", instructions: "x"}}}, {state: 5, questions: {q: {type: "noul", instructions: "x"}}},
       {state: "s", questions: {q: {type: "noul", instructions: " "}}}, {state: "s", extra: 1, questions: {q: {type: "noul", instructions: "x"}}}]);
+  agree("images/generations", imageGenerationRequestSchema, (b) => {
+    refuseUnknown(b as Fields, COMMON_FIELDS);
+    readPrompt(b as Fields, true);
+    return readImageOptions(b as Fields, IMAGE_SIZES);
+  },
+    [{prompt: "a cat"}, {prompt: "a cat", model: "dall-e-3", size: "1024x576", n: 4, response_format: "url", output_format: "png", seed: 0,
+      quality: "high", style: "vivid", background: "opaque", steps: 4, num_inference_steps: 4, stream: false, user: "u"}, {prompt: "x", size: "auto"}],
+    [{}, {prompt: " "}, {prompt: "x", size: "300x300"}, {prompt: "x", n: 5}, {prompt: "x", n: 0}, {prompt: "x", quality: "low"},
+      {prompt: "x", steps: 3}, {prompt: "x", seed: -1}, {prompt: "x", seed: 4294967296}, {prompt: "x", output_format: "jpeg"},
+      {prompt: "x", background: "transparent"}, {prompt: "x", stream: true}, {prompt: "x", guidance: 2}, {prompt: "x", response_format: "png"}]);
 });

@@ -1,0 +1,63 @@
+// The image model's larger sizes and its variations, on the generated FLUX.2 klein-shaped test weights (the default
+// tier draws 256x256 and one edit: test/e2e/images.test.ts). 512x512 (`auto` and named), one 1024x1024, a non-square
+// size, and images.createVariation through the official openai client with a JPEG of another shape: no prompt, n
+// takes from one encoding of the picture, each its own.
+
+import assert from "node:assert/strict";
+import {after, before, describe, test} from "node:test";
+import OpenAI, {toFile} from "openai";
+import sharp from "sharp";
+import {startServer, type OwnServer} from "../../support/server.ts";
+import {testImageModelDir} from "../../support/test-image-model.ts";
+import {testPng} from "../../support/test-projector.ts";
+
+let server: OwnServer;
+let client: OpenAI;
+const MODEL = "nximg2-klein-4b";
+
+before(async () => {
+  server = await startServer({SVC_NPU_MODELS: `${MODEL}=${await testImageModelDir()}`}, 600_000);
+  client = new OpenAI({baseURL: `${server.url}/v1`, apiKey: "x", maxRetries: 0});
+});
+
+after(async () => {
+  await server?.stop();
+});
+
+const bytes = (b64: string | undefined) => Buffer.from(b64 ?? "", "base64");
+
+async function size(png: Buffer): Promise<string> {
+  const meta = await sharp(png).metadata();
+  assert.equal(meta.format, "png");
+  return `${meta.width}x${meta.height}`;
+}
+
+describe("image sizes and variations", {concurrency: 1}, () => {
+  test("auto is 512x512: the same picture as 512x512 named", async () => {
+    const auto = await client.images.generate({model: MODEL, prompt: "a lighthouse at dusk", seed: 4} as never);
+    const named = await client.images.generate({model: MODEL, prompt: "a lighthouse at dusk", seed: 4, size: "512x512"} as never);
+    const png = bytes(auto.data?.[0]?.b64_json);
+    assert.equal(await size(png), "512x512");
+    assert.equal(auto.size, "512x512");
+    assert.ok(png.equals(bytes(named.data?.[0]?.b64_json)));
+  });
+
+  test("1024x1024 and 1024x576 are drawn at their sizes", async () => {
+    for (const s of ["1024x1024", "1024x576"]) {
+      const r = await client.images.generate({model: MODEL, prompt: "a lighthouse at dusk", size: s, seed: 1} as never);
+      assert.equal(await size(bytes(r.data?.[0]?.b64_json)), s);
+      assert.equal(r.usage?.output_tokens, (Number(s.split("x")[0]) * Number(s.split("x")[1])) / 256);
+    }
+  });
+
+  test("images.createVariation: a JPEG of another shape, no prompt, two takes at seed and seed + 1", async () => {
+    const jpeg = await sharp(testPng(200, 320, (x, y) => [(x * 255) / 199, (y * 255) / 319, 120])).jpeg().toBuffer();
+    const r = await client.images.createVariation({image: await toFile(jpeg, "ramp.jpg", {type: "image/jpeg"}), n: 2, seed: 8} as never);
+    const [a, b] = (r.data ?? []).map((d) => bytes(d.b64_json));
+    assert.equal(await size(a!), "512x512");
+    assert.equal(await size(b!), "512x512");
+    assert.ok(!a!.equals(b!), "each seed gives another take");
+    assert.equal(r.usage?.input_tokens_details?.image_tokens, 1024);
+    assert.equal(r.usage?.input_tokens_details?.text_tokens, 12, "a variation's prompt is empty: the template alone");
+  });
+});
