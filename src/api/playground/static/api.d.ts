@@ -25,3 +25,10 @@ export function emptyReply(): Reply;
 export function applyEvent(route: Route, reply: Reply, ev: {event: string; data: unknown}): void;
 export function cacheShare(t: {cache_n: number; prompt_n: number} | null): number;
 export function errorMessage(body: unknown, status: number): string;
+
+export const IMAGE_SIZES: string[];
+export const EDIT_SIZES: string[];
+export interface ImageForm {prompt?: string; size?: string; n?: string; seed?: string}
+export function imageRequest(f: ImageForm, model: string, picture: Blob & {name?: string} | null):
+  {kind: "generations"; path: string; body: Record<string, unknown>} | {kind: "edits" | "variations"; path: string; body: FormData};
+export function imageResult(body: unknown): {urls: string[]; seed: number | null; size: string};

@@ -19,8 +19,10 @@ export async function call(path, {method = "GET", body, headers = {}, signal} = 
   const h = {...headers};
   const key = getKey();
   if (key) h.authorization = `Bearer ${key}`;
-  if (body !== undefined) h["content-type"] = "application/json";
-  const res = await fetch(path, {method, headers: h, body: body === undefined ? undefined : JSON.stringify(body), signal});
+  // A FormData goes as multipart, with the boundary the browser writes into its own content-type.
+  const form = typeof FormData !== "undefined" && body instanceof FormData;
+  if (body !== undefined && !form) h["content-type"] = "application/json";
+  const res = await fetch(path, {method, headers: h, body: body === undefined || form ? body : JSON.stringify(body), signal});
   if (res.status === 401) throw new Unauthorized(errorMessage(await res.json().catch(() => null), 401));
   return res;
 }
@@ -230,4 +232,35 @@ export function applyEvent(route, reply, {event, data}) {
 export function cacheShare(t) {
   const total = (t?.cache_n ?? 0) + (t?.prompt_n ?? 0);
   return total > 0 ? t.cache_n / total : 0;
+}
+
+/** The sizes /v1/images/generations draws (fields.ts IMAGE_SIZES; the unit test keeps the two the same). */
+export const IMAGE_SIZES = ["256x256", "512x512", "768x768", "1024x1024", "768x512", "512x768", "1024x768", "768x1024", "1024x576",
+  "576x1024", "640x512", "512x640", "896x512", "512x896", "1024x448", "448x1024", "1024x512", "512x1024", "1024x640", "640x1024"];
+/** Edits and variations draw 512x512 only. */
+export const EDIT_SIZES = ["auto", "512x512"];
+
+/**
+ * One draw of the image form: `f` holds the form's text ({prompt, size, n, seed}, empty means the server's default),
+ * `picture` the attached file or null. No picture: a JSON body for /v1/images/generations. A picture: multipart
+ * for /v1/images/edits with the prompt, or /v1/images/variations without one. Values go as typed, so the server's
+ * own rules (and its 400s) are the ones the page shows.
+ */
+export function imageRequest(f, model, picture) {
+  const prompt = (f.prompt ?? "").trim();
+  const fields = {model, ...(prompt || !picture ? {prompt} : {}), ...(f.size ? {size: f.size} : {}),
+    ...(f.n !== "" && f.n !== undefined ? {n: Number(f.n)} : {}), ...(f.seed !== "" && f.seed !== undefined ? {seed: Number(f.seed)} : {}),
+    response_format: "b64_json"};
+  if (!picture) return {kind: "generations", path: "/v1/images/generations", body: fields};
+  const body = new FormData();
+  for (const [k, v] of Object.entries(fields)) body.append(k, String(v));
+  body.append("image", picture, picture.name || "picture.png");
+  const kind = prompt ? "edits" : "variations";
+  return {kind, path: `/v1/images/${kind}`, body};
+}
+
+/** The pictures of an images response as data URLs, picture i drawn at seed + i. */
+export function imageResult(body) {
+  const urls = (body?.data ?? []).map((d) => d.url ?? `data:image/png;base64,${d.b64_json}`);
+  return {urls, seed: body?.seed ?? null, size: body?.size ?? ""};
 }

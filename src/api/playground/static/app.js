@@ -1,4 +1,5 @@
-// The playground: settings on the left, the conversation in the middle, the server's state on the right.
+// The playground: settings on the left, the conversation in the middle, the server's state on the right. With an
+// image model loaded, an Images view puts the image form (images.js) in place of the settings and the conversation.
 // Keyboard: Enter sends, Shift+Enter is a new line, Esc stops the reply (the fetch is aborted; the server sees
 // the hang-up and releases the region).
 
@@ -6,6 +7,7 @@ import {h, render} from "preact";
 import {useEffect, useRef, useState} from "preact/hooks";
 import htm from "htm";
 import {ROUTES, Unauthorized, applyEvent, buildRequest, call, callJson, emptyReply, errorMessage, getKey, readSse, setKey} from "./api.js";
+import {Images} from "./images.js";
 import {Message} from "./message.js";
 import {Handles, ServerView, SideModels} from "./panels.js";
 import {Settings, defaultSettings} from "./settings.js";
@@ -47,13 +49,15 @@ function App() {
   const [health, setHealth] = useState(null);
   const [modelId, setModelId] = useState("");
   const [showServer, setShowServer] = useState(true);
+  const [view, setView] = useState("chat");
   const [handlesTick, setHandlesTick] = useState(0);
   const abortRef = useRef(null);
   // Closed by hand: the panels' polls do not reopen it every second (a send or the header button does).
   const keyDismissed = useRef(false);
 
+  const askKey = () => setKeyAsk(getKey() ? "The key was refused." : "This server needs an API key.");
   const onError = (e) => {
-    if (e instanceof Unauthorized && !keyDismissed.current) setKeyAsk(getKey() ? "The key was refused." : "This server needs an API key.");
+    if (e instanceof Unauthorized && !keyDismissed.current) askKey();
   };
 
   const load = async () => {
@@ -178,11 +182,15 @@ function App() {
 
   const sessions = health?.prompt_cache?.sessions;
   const side = health?.side_models?.models ?? [];
+  const imageModel = side.find((m) => m.kind === "image")?.id;
+  const chat = !imageModel || view === "chat";
   return html`
     <header>
       <h1>svc playground</h1>
       <span class="muted" data-testid="model">${modelId}</span>
-      <nav class="routes">${Object.entries(ROUTES).map(([id, r]) => html`<label>
+      ${imageModel ? html`<nav class="routes">${[["chat", "Chat"], ["images", "Images"]].map(([id, label]) => html`<label>
+        <input type="radio" name="view" data-testid=${`view-${id}`} checked=${view === id} onChange=${() => setView(id)} /> ${label}</label>`)}</nav>` : null}
+      <nav class="routes" hidden=${!chat}>${Object.entries(ROUTES).map(([id, r]) => html`<label>
         <input type="radio" name="route" data-testid=${`route-${id}`} checked=${settings.route === id}
           onChange=${() => setSettings({...settings, route: id})} /> ${r.label}</label>`)}</nav>
       <span class="spacer"></span>
@@ -191,8 +199,8 @@ function App() {
       ${getKey() ? html`<button onClick=${() => { setKey(""); setModelId(""); load(); }}>Forget key</button>` : null}
     </header>
     <main class=${showServer ? "" : "wide"}>
-      <${Settings} s=${settings} set=${setSettings} sessions=${sessions} />
-      <section class="chat">
+      <${Settings} s=${settings} set=${setSettings} sessions=${sessions} hidden=${!chat} />
+      <section class="chat" hidden=${!chat}>
         <div class="messages" data-testid="messages">
           ${messages.length === 0 ? html`<p class="muted hint">Write a message below. Enter sends, Shift+Enter is a new line, Esc stops the reply.</p>` : null}
           ${messages.map((m) => html`<${Message} m=${m} />`)}
@@ -211,6 +219,7 @@ function App() {
           </div>
         </div>
       </section>
+      ${imageModel ? html`<${Images} model=${imageModel} hidden=${chat} onUnauthorized=${askKey} />` : null}
       ${showServer ? html`<aside>
         <${ServerView} onError=${onError} />
         ${sessions ? html`<${Handles} refreshKey=${handlesTick} onError=${onError}

@@ -36,9 +36,9 @@ const NUMBERS = [
   ["top_k", "top_k", "1"], ["min_p", "min_p", "0.01"], ["seed", "seed", "1"],
 ];
 
-export function Settings({s, set, sessions}) {
+export function Settings({s, set, sessions, hidden}) {
   const field = (k) => (e) => set({...s, [k]: e.currentTarget.type === "checkbox" ? e.currentTarget.checked : e.currentTarget.value});
-  return html`<section class="settings" data-testid="settings">
+  return html`<section class="settings" data-testid="settings" hidden=${hidden}>
     <h2>Settings</h2>
     <label>System<textarea rows="3" data-testid="system" value=${s.system} onInput=${field("system")}></textarea></label>
     <div class="grid2">

@@ -17,7 +17,9 @@ import type {GenerationEvent, Timings} from "../../../../src/core/generation.ts"
 import {SchemaCache} from "../../../../src/grammar/index.ts";
 import {newCounters} from "../../../../src/observability/counters.ts";
 import {createMemoryLogger} from "../../../../src/observability/log.ts";
-import {applyEvent, buildRequest, cacheShare, emptyReply, type Route} from "../../../../src/api/playground/static/api.js";
+import {COMMON_FIELDS, DEFAULT_SIZE, IMAGE_SIZES, readImageOptions, readPrompt, refuseUnknown} from "../../../../src/api/side/images/fields.ts";
+import {applyEvent, buildRequest, cacheShare, emptyReply, imageRequest, imageResult, IMAGE_SIZES as PAGE_SIZES,
+  type Route} from "../../../../src/api/playground/static/api.js";
 import {checkReply, highlight, validate} from "../../../../src/api/playground/static/json.js";
 
 const timings: Timings = {prompt_n: 6, prompt_ms: 1, prompt_per_second: 6000, predicted_n: 9, predicted_ms: 2, predicted_per_second: 4500, cache_n: 2, draft_n: 0, draft_n_accepted: 0};
@@ -84,6 +86,48 @@ describe("the page's pictures", () => {
       assert.match(JSON.stringify(request.prompt), /What is this\?/);
     });
   }
+});
+
+describe("the page's image requests", () => {
+  const FORM = {prompt: " a red cat ", size: "256x256", n: "2", seed: "7"};
+  const PICTURE = new File([new Uint8Array([0x89, 0x50])], "cat.png", {type: "image/png"});
+
+  test("the size list is the route's", () => {
+    assert.deepEqual(PAGE_SIZES, [...IMAGE_SIZES]);
+  });
+
+  test("without a picture: a JSON generation the route's field rules accept, values as typed", () => {
+    const req = imageRequest(FORM, "nximg2-klein-4b", null);
+    assert.equal(req.path, "/v1/images/generations");
+    assert.deepEqual(req.body, {model: "nximg2-klein-4b", prompt: "a red cat", size: "256x256", n: 2, seed: 7, response_format: "b64_json"});
+    const fields = req.body as Record<string, unknown>;
+    assert.doesNotThrow(() => refuseUnknown(fields, COMMON_FIELDS));
+    assert.equal(readPrompt(fields, true), "a red cat");
+    assert.deepEqual(readImageOptions(fields, IMAGE_SIZES), {width: 256, height: 256, n: 2, responseFormat: "b64_json", seed: 7, quality: null,
+      size: "256x256"});
+    // An empty seed is left to the server; a negative one goes as typed, for the server to refuse by name.
+    assert.equal("seed" in imageRequest({...FORM, seed: ""}, "m", null).body, false);
+    assert.throws(() => readImageOptions(imageRequest({...FORM, seed: "-1"}, "m", null).body as Record<string, unknown>, IMAGE_SIZES), /seed: must be/);
+  });
+
+  test("with a picture: multipart to edits with the prompt, to variations without one", () => {
+    const edit = imageRequest({...FORM, size: "auto"}, "m", PICTURE);
+    assert.equal(edit.path, "/v1/images/edits");
+    const form = edit.body as FormData;
+    assert.equal((form.get("image") as File).name, "cat.png");
+    const text = Object.fromEntries([...form.entries()].filter(([k]) => k !== "image")) as Record<string, string>;
+    assert.deepEqual(text, {model: "m", prompt: "a red cat", size: "auto", n: "2", seed: "7", response_format: "b64_json"});
+    assert.equal(readPrompt(text, true), "a red cat");
+    assert.equal(readImageOptions(text, [DEFAULT_SIZE]).size, "512x512");
+    const variation = imageRequest({...FORM, prompt: "  "}, "m", PICTURE);
+    assert.equal(variation.path, "/v1/images/variations");
+    assert.equal((variation.body as FormData).has("prompt"), false);
+  });
+
+  test("a response's pictures become data URLs with the seed", () => {
+    assert.deepEqual(imageResult({data: [{b64_json: "AAA"}, {url: "data:image/png;base64,BBB"}], seed: 3, size: "256x256"}),
+      {urls: ["data:image/png;base64,AAA", "data:image/png;base64,BBB"], seed: 3, size: "256x256"});
+  });
 });
 
 describe("the page's stream reducers", () => {
