@@ -13,6 +13,7 @@ import {spawnSync} from "node:child_process";
 import {closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, statSync, unlinkSync, writeFileSync} from "node:fs";
 import {dirname, join} from "node:path";
 import {defaultModelsDir} from "../src/models/resolve.ts";
+import {processAlive} from "../src/side-models/images/python-env.ts";
 
 /** Every Python package a test needs, pinned exactly. Change a version here and the venv is rebuilt on next use. */
 export const PYTHON_PINS: readonly string[] = [
@@ -52,14 +53,6 @@ function wanted(): string {
   return `${JSON.stringify({pins: PYTHON_PINS, python: probe.output.trim()}, null, 1)}\n`;
 }
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "EPERM";
-  }
-};
 const sleep = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 
 /** Takes the lock file (O_EXCL), clearing one whose holder died; false after waiting out INSTALL_TIMEOUT_MS. */
@@ -84,7 +77,7 @@ function lock(path: string, ready: () => boolean): boolean {
       continue; // released meanwhile
     }
     // A pid that is gone left a stale lock; so did a holder that died between creating the file and writing its pid.
-    if (holder > 0 ? !alive(holder) : age > 10_000) {
+    if (holder > 0 ? !processAlive(holder) : age > 10_000) {
       rmSync(path, {force: true});
       continue;
     }

@@ -4,6 +4,7 @@
 // weights the distribution's shape does not matter, only its spread, and a uniform draw is several times cheaper
 // than Box-Muller over the VAE encoder's 34 million values.
 
+import {seededRandom} from "../../src/engine/logit-sampler.ts";
 import {elementCount, encodeFloats, type Dtype, type TensorSpec} from "./safetensors.ts";
 
 /** FNV-1a over the string's UTF-16 code units: a tensor name's seed. */
@@ -13,17 +14,8 @@ function hash32(text: string): number {
   return h >>> 0;
 }
 
-/** mulberry32: uniform in [0, 1), the same sequence on every machine (the test model uses it too). */
-export function uniform(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** mulberry32: uniform in [0, 1), the same sequence on every machine (the engine's seeded sampler's generator). */
+export const uniform = seededRandom;
 
 type FloatDtype = Exclude<Dtype, "I64">;
 

@@ -146,7 +146,8 @@ async function install(base: PythonFound, venv: string, marker: string, want: st
   logger.info("image engine installed", {venv});
 }
 
-const alive = (pid: number) => {
+/** Whether a process of that id exists (one of another user's counts: the kill is refused, not missed). */
+export const processAlive = (pid: number) => {
   try {
     process.kill(pid, 0);
     return true;
@@ -171,7 +172,7 @@ async function lock(path: string, ready: () => Promise<boolean>, logger: Logger)
     const holder = Number(await readFile(path, "utf8").catch(() => "0"));
     const age = Date.now() - ((await stat(path).catch(() => null))?.mtimeMs ?? Date.now());
     // A pid that is gone left a stale lock; so did a holder that died between creating the file and writing its pid.
-    if (holder > 0 ? !alive(holder) : age > 10_000) {
+    if (holder > 0 ? !processAlive(holder) : age > 10_000) {
       await rm(path, {force: true});
       continue;
     }

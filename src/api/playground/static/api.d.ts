@@ -32,3 +32,4 @@ export interface ImageForm {prompt?: string; size?: string; n?: string; seed?: s
 export function imageRequest(f: ImageForm, model: string, picture: Blob & {name?: string} | null):
   {kind: "generations"; path: string; body: Record<string, unknown>} | {kind: "edits" | "variations"; path: string; body: FormData};
 export function imageResult(body: unknown): {urls: string[]; seed: number | null; size: string};
+export function pictureInput(attach: (files: File[]) => void): {onPaste(e: ClipboardEvent): void; onDrop(e: DragEvent): void};

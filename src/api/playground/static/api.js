@@ -264,3 +264,23 @@ export function imageResult(body) {
   const urls = (body?.data ?? []).map((d) => d.url ?? `data:image/png;base64,${d.b64_json}`);
   return {urls, seed: body?.seed ?? null, size: body?.size ?? ""};
 }
+
+/**
+ * Paste and drop handlers for a place that takes pictures: `attach` gets the files (pictures among them). A paste
+ * without a picture is left to the text box.
+ */
+export function pictureInput(attach) {
+  return {
+    onPaste: (e) => {
+      const files = [...(e.clipboardData?.files ?? [])];
+      if (files.some((f) => f.type.startsWith("image/"))) {
+        e.preventDefault();
+        attach(files);
+      }
+    },
+    onDrop: (e) => {
+      e.preventDefault();
+      attach([...(e.dataTransfer?.files ?? [])]);
+    },
+  };
+}

@@ -6,7 +6,8 @@
 import {h, render} from "preact";
 import {useEffect, useRef, useState} from "preact/hooks";
 import htm from "htm";
-import {ROUTES, Unauthorized, applyEvent, buildRequest, call, callJson, emptyReply, errorMessage, getKey, readSse, setKey} from "./api.js";
+import {ROUTES, Unauthorized, applyEvent, buildRequest, call, callJson, emptyReply, errorMessage, getKey, pictureInput, readSse,
+  setKey} from "./api.js";
 import {Images} from "./images.js";
 import {Message} from "./message.js";
 import {Handles, ServerView, SideModels} from "./panels.js";
@@ -92,17 +93,7 @@ function App() {
       reader.readAsDataURL(file);
     }
   };
-  const onPaste = (e) => {
-    const files = [...(e.clipboardData?.files ?? [])];
-    if (files.some((f) => f.type.startsWith("image/"))) {
-      e.preventDefault();
-      attach(files);
-    }
-  };
-  const onDrop = (e) => {
-    e.preventDefault();
-    attach([...(e.dataTransfer?.files ?? [])]);
-  };
+  const {onPaste, onDrop} = pictureInput(attach);
 
   const send = async () => {
     const text = input.trim();

@@ -6,7 +6,7 @@
 import {h} from "preact";
 import {useRef, useState} from "preact/hooks";
 import htm from "htm";
-import {EDIT_SIZES, IMAGE_SIZES, Unauthorized, call, errorMessage, imageRequest, imageResult} from "./api.js";
+import {EDIT_SIZES, IMAGE_SIZES, Unauthorized, call, errorMessage, imageRequest, imageResult, pictureInput} from "./api.js";
 
 const html = htm.bind(h);
 
@@ -45,17 +45,7 @@ export function Images({model, hidden, onUnauthorized}) {
     // Edits and variations draw 512x512 only.
     setForm((f) => (EDIT_SIZES.includes(f.size) ? f : {...f, size: "auto"}));
   };
-  const onPaste = (e) => {
-    const files = [...(e.clipboardData?.files ?? [])];
-    if (files.some((f) => f.type.startsWith("image/"))) {
-      e.preventDefault();
-      attach(files);
-    }
-  };
-  const onDrop = (e) => {
-    e.preventDefault();
-    attach(e.dataTransfer?.files ?? []);
-  };
+  const {onPaste, onDrop} = pictureInput(attach);
 
   const draw = async () => {
     if (busy) return;
