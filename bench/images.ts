@@ -36,7 +36,7 @@ const run = promisify(execFile);
 const CHAT = {model: "m", messages: [{role: "user", content: "Write a long story about a lighthouse keeper and the sea."}],
   max_tokens: 128, temperature: 0, stream: true as const};
 
-/** The engine alone: the same files, one thread, flash attention, 4 steps, timed inside Python per picture. */
+/** The engine alone: the same files, one thread, flash attention, 4 steps, its PNG written, timed inside Python per picture. */
 const ENGINE_ALONE = `
 import sys, time, json
 from inferna.sd import stable_diffusion as sd
@@ -47,12 +47,13 @@ p.diffusion_flash_attn = True
 p.flash_attn = True
 ctx = sd.SDContext(p)
 out = {}
-for size in sys.argv[3:]:
+for size in sys.argv[4:]:
     w, h = map(int, size.split("x"))
     times = []
-    for r in range(int(sys.argv[2]) + 1):
+    for r in range(int(sys.argv[3]) + 1):
         t = time.monotonic()
-        ctx.generate_with_params(sd.SDImageGenParams(prompt="a lighthouse at dusk", width=w, height=h, seed=r, sample_steps=4, cfg_scale=1.0))
+        img = ctx.generate_with_params(sd.SDImageGenParams(prompt="a lighthouse at dusk", width=w, height=h, seed=r, sample_steps=4, cfg_scale=1.0))[0]
+        img.save_png(sys.argv[2] + "/alone.png")
         times.append(time.monotonic() - t)
     out[size] = times[1:]
 print(json.dumps(out))
@@ -94,7 +95,7 @@ async function main(): Promise<void> {
     for (let round = 0; round < ROUNDS; round++) {
       // 1. pictures through svc, then the engine alone (one picture per size per round, after a warm-up draw).
       for (const size of SIZES) viaSvc.get(size)!.push(await draw(svc, size, round));
-      const {stdout} = await run(python, [script, dir, "1", ...SIZES], {maxBuffer: 1 << 20});
+      const {stdout} = await run(python, [script, dir, scratch, "1", ...SIZES], {maxBuffer: 1 << 20});
       for (const [size, times] of Object.entries(JSON.parse(stdout.trim().split("\n").at(-1)!) as Record<string, number[]>)) {
         alone.get(size)!.push(...times);
       }

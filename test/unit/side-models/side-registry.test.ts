@@ -80,6 +80,14 @@ describe("parseSideModels", () => {
     assert.deepEqual(parseSideModels("embeddingnx-2=hf:o/r/m.gguf+/p/mmproj.gguf"),
       [{type: "id", def: {id: "embeddingnx-2", kind: "embedding", source: "hf:o/r/m.gguf+/p/mmproj.gguf", format: "multimodal"}}]);
   });
+
+  test("nximg2-klein-4b needs the folder of its weights as id=<folder>; without it it is refused saying so", () => {
+    assert.match(refusal("nximg2-klein-4b"), /nximg2-klein-4b has no default weights .*nximg2-klein-4b=<folder> holding the FLUX\.2 klein/);
+    assert.match(refusal("nximg2-klein-4b="), /names no source after "="/);
+    assert.deepEqual(parseSideModels("nximg2-klein-4b=/models/klein"),
+      [{type: "id", def: {id: "nximg2-klein-4b", kind: "image", source: "/models/klein", format: "flux2-klein"}}]);
+    assert.equal(ROUTE_OF_KIND.image, "POST /v1/images/generations, or /v1/images/edits and /v1/images/variations (multipart)");
+  });
 });
 
 describe("parseSideModels: speech ids", () => {
