@@ -184,7 +184,7 @@ export async function loadModels(config: Config, logger: Logger): Promise<Loaded
     modelsDir: config.modelsDir,
     progress: config.progress,
     logger,
-    images: {threads: config.imageThreads, python: config.python},
+    images: {threads: config.imageThreads, refSide: config.imageRefSide, python: config.python},
   });
   return {main, side};
 }
@@ -234,7 +234,7 @@ async function loadRemote(config: Config, urls: string[], resolved: Awaited<Retu
     modelsDir: config.modelsDir,
     progress: config.progress,
     logger,
-    images: {threads: config.imageThreads, python: config.python},
+    images: {threads: config.imageThreads, refSide: config.imageRefSide, python: config.python},
   });
   return {main, side};
 }

@@ -286,6 +286,10 @@ export const SETTINGS = {
   imageThreads: s({name: "SVC_IMAGE_THREADS", shown: "`1`", fallback: () => 1, parse: int(1, 1024), rule: "must be an integer from 1 to 1024",
     doc: "Threads the image model (`nximg2-klein-4b`) draws with. One leaves the other cores to the main model; " +
       "more draw faster on an idle machine."}),
+  imageRefSide: s({name: "SVC_IMAGE_REF_SIDE", shown: "`512`", fallback: () => 512, parse: int(64, 512), rule: "must be an integer from 64 to 512",
+    doc: "The side, in pixels, at which the image model encodes an edit's or variation's picture (taken at 512x512). " +
+      "On a CPU that encoding is most of an edit (about 40 s at 512 on one core); 256 takes a quarter of it, with less of " +
+      "the picture's detail."}),
   python: s<string | undefined>({name: "SVC_PYTHON", shown: "found", fallback: () => undefined, parse: text({nonEmpty: true}),
     rule: "must be the path of a Python 3.12 or newer",
     doc: "The Python the image model's worker runs on. One that already has `inferna` (say the GPU build, " +

@@ -25,8 +25,8 @@ export interface SideModelContext {
   children: ChildRegistry;
   /** SVC_QUEUE_TIMEOUT in ms: how long a request may wait for a restarting child. */
   queueTimeoutMs: number;
-  /** SVC_IMAGE_THREADS and SVC_PYTHON, for the image model's worker. */
-  images: {threads: number; python?: string};
+  /** SVC_IMAGE_THREADS, SVC_IMAGE_REF_SIDE and SVC_PYTHON, for the image model's worker. */
+  images: ImageSettings;
 }
 
 /** A loaded side model. Kind-specific runners extend this with their own methods. */
@@ -58,7 +58,14 @@ export interface SideModelsOptions {
   modelsDir: string;
   progress?: ProgressMode;
   logger: Logger;
-  images?: {threads: number; python?: string};
+  images?: ImageSettings;
+}
+
+export interface ImageSettings {
+  threads: number;
+  /** The side an edit's or variation's picture is encoded at (512: as taken). */
+  refSide: number;
+  python?: string;
 }
 
 export class SideModels {
@@ -71,7 +78,7 @@ export class SideModels {
     const children = new ChildRegistry();
     const ctx: SideModelContext = {
       llama: opts.llama, executor, logger: opts.logger, modelsDir: opts.modelsDir, progress: opts.progress, threads: opts.threads,
-      children, queueTimeoutMs: opts.queueTimeoutMs, images: opts.images ?? {threads: 1},
+      children, queueTimeoutMs: opts.queueTimeoutMs, images: opts.images ?? {threads: 1, refSide: 512},
       loadModel: (path) => {
         let m = models.get(path);
         if (!m) {

@@ -1,10 +1,11 @@
 // nximg2-klein-4b on a real engine: stable-diffusion.cpp (the pinned inferna wheel) in its supervised Python worker,
 // drawing with the generated FLUX.2 klein-shaped test weights (support/test-image-model.ts) at 256x256 (512, 1024 and
-// variations are the slow tier's: test/slow/images.test.ts). Through the official openai client where it has a call
-// (images.generate, images.edit), raw HTTP for what it does not type: n drawn one after
+// a variation encoded as taken are the slow tier's, test/slow/images.test.ts: encoding a 512x512 picture takes about
+// 40 s with these weights, so this server encodes an edit's picture at 128x128, SVC_IMAGE_REF_SIDE). Through the
+// official openai client where it has a call (images.generate, images.edit), raw HTTP for what it does not type: n drawn one after
 // another at seed + i, the same seed the same picture, url against b64_json, the prompt cut at 512 tokens, every
-// refusal at its edge, one edit, the queue's 503, a worker killed mid-picture, a client that hangs up, and what
-// /health, /v1/models and /metrics say.
+// refusal at its edge (the edit and variation refusals too: none of them draws), the queue's 503, a worker killed
+// mid-picture, a client that hangs up, and what /health, /v1/models and /metrics say.
 
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
@@ -26,7 +27,7 @@ const QUEUE_TIMEOUT_S = 1.5;
 
 before(async () => {
   const dir = await testImageModelDir();
-  server = await startServer({SVC_NPU_MODELS: `${MODEL}=${dir}`, SVC_QUEUE_TIMEOUT: String(QUEUE_TIMEOUT_S)}, 600_000);
+  server = await startServer({SVC_NPU_MODELS: `${MODEL}=${dir}`, SVC_QUEUE_TIMEOUT: String(QUEUE_TIMEOUT_S), SVC_IMAGE_REF_SIDE: "128"}, 600_000);
   client = new OpenAI({baseURL: `${server.url}/v1`, apiKey: "x", maxRetries: 0});
 });
 
@@ -111,8 +112,6 @@ describe("generations", {concurrency: 1}, () => {
 });
 
 describe("edits", {concurrency: 1}, () => {
-  // Each edit encodes its picture with the test model's full-width autoencoder (about 40 s on one core), so this tier
-  // makes one; variations and the other picture formats are the slow tier's (test/slow/images.test.ts).
   test("images.edit: one picture of any shape in, n 512x512 PNGs out from one encoding, each its own", async () => {
     const image = await toFile(RINGS, "rings.png", {type: "image/png"});
     const r = await client.images.edit({model: "gpt-image-1", image, prompt: "make the rings green", n: 2, seed: 9} as never);
@@ -121,8 +120,11 @@ describe("edits", {concurrency: 1}, () => {
     await assertPng(b!, 512, 512);
     assert.ok(!sameBytes(a, b), "picture 1 is drawn at seed + 1");
     assert.equal(r.size, "512x512");
-    assert.equal(r.usage?.input_tokens_details?.image_tokens, 1024, "the picture's 32x32 patches");
+    assert.equal(r.usage?.input_tokens_details?.image_tokens, 64, "the picture encoded at 128x128: 8x8 patches");
     assert.equal(r.usage?.output_tokens, 2 * 1024);
+    const [again] = (await client.images.edit({model: MODEL, image: await toFile(await sharp(RINGS).webp({lossless: true}).toBuffer(), "rings.webp"),
+      prompt: "make the rings green", seed: 10, size: "512x512"} as never)).data ?? [];
+    assert.ok(sameBytes(bytes(again?.b64_json), b), "the same picture as WebP, at seed + 1, draws picture 1 again");
   });
 });
 

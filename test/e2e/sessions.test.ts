@@ -449,6 +449,7 @@ describe("named sessions on a persistent SVC_CACHE_DIR", () => {
 
   test("a keep answered \"accepted\" survives a SIGTERM sent the moment the reply ends: shutdown waits for it", async () => {
     const own = await mkdtemp(join(tmpdir(), "svc-sessions-e2e-term-"));
+    let second: Awaited<ReturnType<typeof startServer>> | undefined;
     try {
       const first = await startServer({SVC_FORK: "1", SVC_CACHE_DIR: own, SVC_PARALLEL: "1"});
       servers.push(first);
@@ -458,7 +459,7 @@ describe("named sessions on a persistent SVC_CACHE_DIR", () => {
       assert.equal(r1.headers.get("x-svc-keep"), "accepted");
       // No wait for the keep's log line: the signal goes out as soon as the client has its reply.
       await first.stop();
-      const second = await startServer({SVC_FORK: "1", SVC_CACHE_DIR: own, SVC_PARALLEL: "1"});
+      second = await startServer({SVC_FORK: "1", SVC_CACHE_DIR: own, SVC_PARALLEL: "1"});
       servers.push(second);
       const h = (await handles(second)).data.find((x) => x.name === "term-1");
       assert.ok(h, "term-1 is listed after the restart");
@@ -466,6 +467,9 @@ describe("named sessions on a persistent SVC_CACHE_DIR", () => {
       ok(r2);
       assert.equal(r2.headers.get("x-svc-from"), "used");
     } finally {
+      // The server writes its handles under the folder (a use refreshes one): it stops before the folder goes, or
+      // the removal races a write and fails with ENOTEMPTY.
+      await second?.stop();
       await rm(own, {recursive: true, force: true});
     }
   });

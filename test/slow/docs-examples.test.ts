@@ -158,7 +158,7 @@ for (const [key, group] of groups) {
 const MARKED_NOT_RUN = [
   "docs/cache-and-sessions.md: opens Claude Code's interactive terminal UI; test/slow/coding-agents.test.ts runs Claude Code headless with these settings",
   "docs/side-models.md: an edit encodes its picture with the full-width autoencoder, about 40 s on one core with the test weights; " +
-    "test/e2e/images.test.ts runs images.edit and test/slow/images.test.ts images.createVariation",
+    "test/slow/images.test.ts runs images.edit and images.createVariation",
 ];
 
 test("the docs have examples, each run or marked with a reason", (t) => {

@@ -67,6 +67,8 @@ export interface ImageEngineOptions {
   python: string;
   parts: ImageParts;
   threads: number;
+  /** The side a reference picture is encoded at (SVC_IMAGE_REF_SIDE). */
+  refSide: number;
   logger: Logger;
   children?: ChildRegistry;
   /** How long a request waits for a restarting engine (SVC_QUEUE_TIMEOUT) before its 503. */
@@ -88,7 +90,8 @@ export class ImageEngine {
       label: `the image model ${opts.id}`,
       logger: opts.logger,
       spawn: () => {
-        const child = spawn(opts.python, [WORKER, parts.diffusion, parts.textEncoder, parts.vae, String(opts.threads)], {
+        const child = spawn(opts.python, [WORKER, parts.diffusion, parts.textEncoder, parts.vae, String(opts.threads),
+          String(opts.refSide)], {
           stdio: ["ignore", "ignore", "pipe", "ipc"], serialization: "json", env: {...process.env, PYTHONUNBUFFERED: "1"},
         });
         if (child.pid !== undefined) {

@@ -24,10 +24,11 @@ import time
 
 
 def main() -> None:
-    if len(sys.argv) < 5 or "NODE_CHANNEL_FD" not in os.environ:
-        sys.stderr.write("image-worker: run by the server with <diffusion> <text-encoder> <vae> <threads>\n")
+    if len(sys.argv) < 6 or "NODE_CHANNEL_FD" not in os.environ:
+        sys.stderr.write("image-worker: run by the server with <diffusion> <text-encoder> <vae> <threads> <reference side>\n")
         sys.exit(2)
     diffusion, text_encoder, vae, threads = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+    ref_side = int(sys.argv[5])
     channel = socket.socket(fileno=int(os.environ["NODE_CHANNEL_FD"]))
     reader = channel.makefile("r", encoding="utf-8")
     write_lock = threading.Lock()
@@ -105,7 +106,7 @@ def main() -> None:
             ctx.cancel(int(sd.CancelMode.RESET))
         try:
             began = time.monotonic()
-            drawn = draw(sd, ctx, job)
+            drawn = draw(sd, ctx, job, ref_side)
             with jobs_ready:
                 current["id"] = None
             if drawn:
@@ -122,7 +123,7 @@ def main() -> None:
                 send({"type": "failed", "id": job["id"], "message": str(e)})
 
 
-def draw(sd, ctx, job: dict) -> bool:
+def draw(sd, ctx, job: dict, ref_side: int) -> bool:
     """The job's pictures into job["out"]; False when it was cancelled."""
     outs = job["out"]
     p = sd.SDImageGenParams(prompt=job["prompt"], width=job["width"], height=job["height"], seed=job["seed"],
@@ -132,6 +133,9 @@ def draw(sd, ctx, job: dict) -> bool:
         # own noise. A variation is the same with no prompt. (Image-to-image would not do: at 4 steps
         # stable-diffusion.cpp starts from pure noise for any strength of 0.75 or more.)
         p.set_ref_images([sd.SDImage(sd._n.SDImage.load_stb(job["init"], 3))])
+        if ref_side * ref_side < job["width"] * job["height"]:
+            # SVC_IMAGE_REF_SIDE: the engine scales the picture down before its autoencoder encodes it.
+            p.ref_image_args = f"vae_input_max_pixels={ref_side * ref_side}"
     images = ctx.generate_with_params(p)
     if len(images) != len(outs) or not all(i.is_valid for i in images):
         return False

@@ -47,8 +47,8 @@ export class ImageRunner implements SideRunner {
     const python = await imagePython({modelsDir: ctx.modelsDir, logger: ctx.logger, env: {...process.env,
       ...(ctx.images.python ? {SVC_PYTHON: ctx.images.python} : {})}});
     const prompts = await ImagePromptWriter.load(ctx.modelsDir);
-    const engine = new ImageEngine({id: def.id, python, parts, threads: ctx.images.threads, logger: ctx.logger, children: ctx.children,
-      waitMs: ctx.queueTimeoutMs});
+    const engine = new ImageEngine({id: def.id, python, parts, threads: ctx.images.threads, refSide: ctx.images.refSide, logger: ctx.logger,
+      children: ctx.children, waitMs: ctx.queueTimeoutMs});
     await engine.start();
     return new ImageRunner(def.id, def.source, parts, engine, prompts, ctx);
   }
@@ -60,8 +60,14 @@ export class ImageRunner implements SideRunner {
       folder: this.path,
       files: this.parts.found,
       threads: this.ctx.images.threads,
+      reference_side: this.ctx.images.refSide,
       steps: IMAGE_STEPS,
     };
+  }
+
+  /** The side, in pixels, an edit's or variation's picture of `side` is encoded at. */
+  referenceSide(side: number): number {
+    return Math.min(side, this.ctx.images.refSide);
   }
 
   /** Counts and cuts the prompt (prompt.ts). */

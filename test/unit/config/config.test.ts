@@ -69,6 +69,7 @@ describe("defaults", () => {
       maxToolCalls: 32,
       npuModels: undefined,
       imageThreads: 1,
+      imageRefSide: 512,
       python: undefined,
       npuQueue: 64,
       npuEmbBatch: true,
@@ -103,7 +104,7 @@ describe("defaults", () => {
       assert.deepEqual(c[key], defaults[key], `${s.name}: shown ${s.shown}`);
       checked++;
     }
-    assert.equal(checked, 41);
+    assert.equal(checked, 42);
   });
 
   test("settings shown as unset or computed default to undefined", () => {

@@ -138,7 +138,8 @@ export function registerImageRoutes(app: FastifyInstance, deps: ServerDeps, side
       const started = performance.now();
       const drawn = await runner.draw({prompt, width: EDIT_SIDE, height: EDIT_SIDE, n: opts.n, seed: opts.seed, init,
         signal: hangUpSignal(req, reply).signal});
-      return reply.send(done(`${mode}s`, render(drawn, opts, (EDIT_SIDE * EDIT_SIDE) / PIXELS_PER_TOKEN), started));
+      const encoded = runner.referenceSide(EDIT_SIDE);
+      return reply.send(done(`${mode}s`, render(drawn, opts, (encoded * encoded) / PIXELS_PER_TOKEN), started));
     };
     // The body may hold one 25 MiB picture plus its fields; the server's JSON body limit does not apply here.
     scope.post("/v1/images/edits", {bodyLimit: 2 * MAX_UPLOAD_BYTES}, form("edit"));
