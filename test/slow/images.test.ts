@@ -18,7 +18,8 @@ let client: OpenAI;
 const MODEL = "nximg2-klein-4b";
 
 before(async () => {
-  server = await startServer({SVC_NPU_MODELS: `${MODEL}=${await testImageModelDir()}`}, 600_000);
+  // The slow tier runs one file at a time: the worker may take both cores (SVC_IMAGE_THREADS) and halve the encoding.
+  server = await startServer({SVC_NPU_MODELS: `${MODEL}=${await testImageModelDir()}`, SVC_IMAGE_THREADS: "2"}, 600_000);
   client = new OpenAI({baseURL: `${server.url}/v1`, apiKey: "x", maxRetries: 0});
 });
 
