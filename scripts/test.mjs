@@ -32,7 +32,7 @@ const WHOLE_MACHINE = [join("test", "e2e", "determinism.test.ts")];
  * The e2e files that take longest two at a time, started first so that the two
  * lanes end together rather than one of them running the longest file alone at the end.
  */
-const LONGEST_FIRST = ["classify", "classifier", "families", "remote-engine", "sessions"].map((name) => join("test", "e2e", `${name}.test.ts`));
+const LONGEST_FIRST = ["images", "classify", "classifier", "families", "remote-engine", "sessions"].map((name) => join("test", "e2e", `${name}.test.ts`));
 const longestFirst = (files) => [...LONGEST_FIRST.filter((f) => files.includes(f)), ...files.filter((f) => !LONGEST_FIRST.includes(f))];
 
 
